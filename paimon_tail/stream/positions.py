@@ -1,0 +1,163 @@
+"""The ``--from`` / ``--until`` grammar and its meaning, which is Paimon's ``scan.mode`` meaning.
+
+=================  ===========================================  ===============================
+``--from``         Paimon scan.mode                             first output
+=================  ===========================================  ===============================
+latest-full        latest-full (Paimon's streaming default)     full table at latest, then deltas
+latest             latest                                       deltas after the latest snapshot
+earliest           from-snapshot(-full) at the earliest         every snapshot still kept
+snapshot:N         from-snapshot, scan.snapshot-id=N            deltas from snapshot N (inclusive)
+snapshot-full:N    from-snapshot-full, scan.snapshot-id=N       full table at N, then deltas after N
+timestamp:T        from-timestamp, scan.timestamp-millis=T      deltas of snapshots committed after T
+-1h, -15m, -30s    from-timestamp, now minus the duration       as timestamp
+=================  ===========================================  ===============================
+
+``earliest`` replays each kept snapshot's delta when snapshot 1 is still there (nothing expired, so the deltas
+are the whole history); otherwise it reads the earliest snapshot in full and follows from there, because the
+deltas alone would miss every row committed before the expired snapshots.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from ..errors import SnapshotExpired, UsageError
+
+_DURATION = re.compile(r"^-(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+@dataclass(frozen=True)
+class StartPosition:
+    kind: str  # latest-full | latest | earliest | snapshot | snapshot-full | timestamp
+    snapshot_id: Optional[int] = None
+    timestamp_ms: Optional[int] = None
+
+    def __str__(self) -> str:
+        if self.kind in ("snapshot", "snapshot-full"):
+            return f"{self.kind}:{self.snapshot_id}"
+        if self.kind == "timestamp":
+            return f"timestamp:{self.timestamp_ms}"
+        return self.kind
+
+
+@dataclass(frozen=True)
+class EndPosition:
+    """Stop after this snapshot (inclusive), or after the last snapshot committed at or before this time."""
+
+    snapshot_id: Optional[int] = None
+    timestamp_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class ResolvedStart:
+    """Where reading begins: optionally a full read of ``full_snapshot_id``, then deltas from ``next_snapshot_id``."""
+
+    next_snapshot_id: int
+    full_snapshot_id: Optional[int] = None
+
+
+def parse_timestamp(text: str) -> int:
+    """ISO-8601 (naive means local time, like Paimon's scan.timestamp) or epoch milliseconds → epoch ms."""
+    text = text.strip()
+    if re.fullmatch(r"\d{10,}", text):
+        return int(text)
+    m = _DURATION.match(text)
+    if m:
+        return int(time.time() * 1000 - float(m.group(1)) * _UNITS_MS[m.group(2)])
+    try:
+        parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"bad timestamp {text!r}", hint="use ISO-8601 like 2026-11-01T12:00:00, epoch milliseconds, or -15m"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.astimezone()  # local time zone, as Paimon does
+    return int(parsed.timestamp() * 1000)
+
+
+def _snapshot_number(text: str, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"bad {what} {text!r}: snapshot ids are positive integers") from None
+    if value < 1:
+        raise UsageError(f"bad {what} {text!r}: snapshot ids start at 1")
+    return value
+
+
+def parse_start(text: str) -> StartPosition:
+    text = (text or "").strip()
+    if text in ("latest-full", "latest", "earliest"):
+        return StartPosition(text)
+    if _DURATION.match(text):
+        return StartPosition("timestamp", timestamp_ms=parse_timestamp(text))
+    kind, sep, value = text.partition(":")
+    if sep and kind in ("snapshot", "snapshot-full"):
+        return StartPosition(kind, snapshot_id=_snapshot_number(value, "--from snapshot"))
+    if sep and kind == "timestamp":
+        return StartPosition("timestamp", timestamp_ms=parse_timestamp(value))
+    raise UsageError(
+        f"bad start position {text!r}",
+        hint="use latest-full, latest, earliest, snapshot:N, snapshot-full:N, timestamp:T or -1h",
+    )
+
+
+def parse_end(text: str) -> EndPosition:
+    kind, sep, value = (text or "").strip().partition(":")
+    if sep and kind == "snapshot":
+        return EndPosition(snapshot_id=_snapshot_number(value, "--until snapshot"))
+    if sep and kind == "timestamp":
+        return EndPosition(timestamp_ms=parse_timestamp(value))
+    if _DURATION.match(text.strip()):
+        return EndPosition(timestamp_ms=parse_timestamp(text))
+    raise UsageError(f"bad end position {text!r}", hint="use snapshot:N or timestamp:T")
+
+
+def resolve_start(position: StartPosition, snapshot_manager) -> Optional[ResolvedStart]:
+    """Turn a start position into snapshot ids. None means: the table has no snapshot yet, wait for one.
+
+    Positions on an empty table: everything starts at snapshot 1 (``snapshot:N`` starts at N), so nothing
+    committed after we start is missed.
+    """
+    latest = snapshot_manager.get_latest_snapshot()
+    earliest = snapshot_manager.try_get_earliest_snapshot() if latest is not None else None
+    if position.kind in ("snapshot", "snapshot-full"):
+        n = position.snapshot_id
+        if latest is None:
+            return ResolvedStart(next_snapshot_id=n)
+        if n > latest.id + 1:
+            raise SnapshotExpired(f"snapshot {n} does not exist yet (latest is {latest.id})")
+        if earliest is not None and n < earliest.id:
+            raise SnapshotExpired(
+                f"snapshot {n} has expired (earliest kept is {earliest.id})", hint="use --from earliest"
+            )
+        if position.kind == "snapshot-full":
+            if n > latest.id:
+                raise SnapshotExpired(f"snapshot {n} does not exist yet (latest is {latest.id})")
+            return ResolvedStart(next_snapshot_id=n + 1, full_snapshot_id=n)
+        return ResolvedStart(next_snapshot_id=n)
+    if latest is None:
+        return None
+    if position.kind == "latest-full":
+        return ResolvedStart(next_snapshot_id=latest.id + 1, full_snapshot_id=latest.id)
+    if position.kind == "latest":
+        return ResolvedStart(next_snapshot_id=latest.id + 1)
+    if position.kind == "earliest":
+        if earliest is None or earliest.id <= 1:
+            return ResolvedStart(next_snapshot_id=1)
+        return ResolvedStart(next_snapshot_id=earliest.id + 1, full_snapshot_id=earliest.id)
+    if position.kind == "timestamp":
+        before = snapshot_manager.earlier_or_equal_time_mills(position.timestamp_ms)
+        if before is None:
+            # Everything kept is newer than T: read all kept deltas (as Paimon does), or the full earliest
+            # snapshot when older ones expired and T may lie among them.
+            if earliest is None or earliest.id <= 1:
+                return ResolvedStart(next_snapshot_id=1)
+            return ResolvedStart(next_snapshot_id=earliest.id + 1, full_snapshot_id=earliest.id)
+        return ResolvedStart(next_snapshot_id=before.id + 1)
+    raise UsageError(f"unknown start position {position}")
+

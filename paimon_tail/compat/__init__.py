@@ -1,0 +1,51 @@
+"""Compatibility shims that let pypaimon 2.1 read tables written by older Paimon.
+
+Call :func:`install` once before opening tables (``paimon_tail.catalog`` does).
+It is idempotent and thread-safe; :func:`installed` lists what is active.
+
+Each shim lives in its own module, patches the smallest pypaimon function it
+can, documents what it patches, why, and which upstream fix lets it be deleted,
+and has a test in ``tests/java/`` (against real tables written by Paimon Java
+0.9) that fails without it.  ``docs/compatibility.md`` lists them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import List
+
+from . import orc_char_padding, value_stats_cols
+
+_SHIMS = (
+    value_stats_cols,
+    orc_char_padding,
+)
+
+_lock = threading.Lock()
+_installed: List[str] = []
+
+
+def install() -> List[str]:
+    """Install every shim (once). Returns the names of the installed shims."""
+    with _lock:
+        if not _installed:
+            for shim in _SHIMS:
+                shim.install()
+                _installed.append(shim.NAME)
+        return list(_installed)
+
+
+def installed() -> List[str]:
+    """Names of the shims installed so far (empty before :func:`install`)."""
+    return list(_installed)
+
+
+def uninstall() -> None:
+    """Restore the original pypaimon functions (used by tests to prove a shim matters)."""
+    with _lock:
+        for shim in reversed(_SHIMS):
+            shim.uninstall()
+        _installed.clear()
+
+
+__all__ = ["install", "installed", "uninstall"]

@@ -1,0 +1,284 @@
+"""What runs on both sides of Spark: opening tables (cached per Python worker), read builders, split and
+commit-message serialization, split packing and reading. No PySpark import here.
+
+Executors get catalog options + table id + serialized splits (pypaimon's cross-language ``SplitSerializer`` v1
+format), open the table themselves and read with the same builder options as the driver planned with.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+
+from ..catalog import CatalogConfig, open_table
+
+ROW_KIND = "_row_kind"
+
+_lock = threading.Lock()
+_tables: Dict[tuple, object] = {}
+_reads: Dict[tuple, object] = {}
+
+
+def _catalog_key(catalog: Dict[str, str]) -> tuple:
+    return tuple(sorted(catalog.items()))
+
+
+def get_table(catalog: Dict[str, str], ident: str, min_schema_id: int = 0, fresh: bool = False):
+    """The table, cached per process; reloaded when a newer schema is needed or ``fresh`` is asked."""
+    key = (_catalog_key(catalog), ident)
+    with _lock:
+        table = None if fresh else _tables.get(key)
+    if table is None or table.table_schema.id < min_schema_id:
+        table = open_table(ident, CatalogConfig(dict(catalog)))
+        with _lock:
+            _tables[key] = table
+    return table
+
+
+def forget_table(catalog: Dict[str, str], ident: str) -> None:
+    with _lock:
+        _tables.pop((_catalog_key(catalog), ident), None)
+
+
+@dataclass(frozen=True)
+class ReadSpec:
+    """Everything that shapes a read, the same on the driver (planning) and the executors (reading)."""
+
+    columns: Tuple[str, ...]  # table columns to read, in output order (never _row_kind)
+    where: Optional[str] = None
+    filters: Tuple[tuple, ...] = ()  # (op, column, value) pushed from Spark, for pruning
+    row_kind: bool = False
+    streaming: bool = False
+    time_travel: Tuple[Tuple[str, str], ...] = ()
+
+    def table_for(self, table):
+        if self.time_travel:
+            table = table.copy(dict(self.time_travel))
+        return table
+
+    def builder(self, table):
+        from pypaimon.common.where_parser import parse_where_clause
+
+        table = self.table_for(table)
+        builder = table.new_stream_read_builder() if self.streaming else table.new_read_builder()
+        predicates = []
+        if self.where:
+            try:
+                predicate = parse_where_clause(self.where, table.fields)
+            except (ValueError, KeyError, TypeError, IndexError) as e:
+                from ..errors import UsageError
+
+                raise UsageError(f"bad option where={self.where!r}: {e}") from None
+            if predicate is not None:
+                predicates.append(predicate)
+        if self.filters:
+            pb = builder.new_predicate_builder()
+            predicates.extend(_predicate(pb, *f) for f in self.filters)
+        if len(predicates) == 1:
+            builder.with_filter(predicates[0])
+        elif predicates:
+            builder.with_filter(builder.new_predicate_builder().and_predicates(predicates))
+        builder.with_projection(list(self.columns))
+        if self.row_kind:
+            builder.with_include_row_kind(True)
+        return builder
+
+
+def _predicate(pb, op: str, column: str, value):
+    if op == "in":
+        return pb.is_in(column, list(value))
+    if op in ("is_null", "is_not_null"):
+        return getattr(pb, op)(column)
+    return getattr(pb, op)(column, value)
+
+
+def table_read(catalog: Dict[str, str], ident: str, spec: ReadSpec, schema_id: int = 0):
+    """A ``TableRead`` for ``spec``, cached per process (executor Python workers are reused)."""
+    key = (_catalog_key(catalog), ident, spec, schema_id)
+    with _lock:
+        read = _reads.get(key)
+    if read is None:
+        table = get_table(catalog, ident, schema_id)
+        read = spec.builder(table).new_read()
+        with _lock:
+            if len(_reads) > 64:
+                _reads.clear()
+            _reads[key] = read
+    return read
+
+
+def serialize_split(split) -> bytes:
+    from pypaimon.read.split_serializer import serialize_split_v1
+
+    return serialize_split_v1(split)
+
+
+def deserialize_split(table, data: bytes):
+    from pypaimon.read.split_serializer import deserialize_split_v1
+
+    return deserialize_split_v1(data, table.partition_keys_fields, table.trimmed_primary_keys_fields)
+
+
+def split_weight(split, open_file_cost: int) -> int:
+    return sum(max(int(getattr(f, "file_size", 0) or 0), open_file_cost) for f in split.files)
+
+
+def split_files(split) -> int:
+    return len(split.files)
+
+
+def split_bytes(split) -> int:
+    return sum(int(getattr(f, "file_size", 0) or 0) for f in split.files)
+
+
+def pack(weights: Sequence[int], target: int) -> List[List[int]]:
+    """Indexes of consecutive items packed into groups of about ``target`` weight (Paimon's split packing)."""
+    groups: List[List[int]] = []
+    current: List[int] = []
+    total = 0
+    for i, w in enumerate(weights):
+        if current and total + w > target:
+            groups.append(current)
+            current, total = [], 0
+        current.append(i)
+        total += w
+    if current:
+        groups.append(current)
+    return groups
+
+
+@dataclass
+class SplitTask:
+    """One Spark input partition: some splits of one table, read with one spec. Pickled to executors."""
+
+    catalog: Dict[str, str]
+    table: str
+    schema_id: int
+    spec: ReadSpec
+    splits: List[bytes] = field(default_factory=list)
+
+
+def read_task(task: SplitTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of a task's splits, shaped to ``schema`` (the Spark schema as Arrow)."""
+    read = table_read(task.catalog, task.table, task.spec, task.schema_id)
+    table = get_table(task.catalog, task.table, task.schema_id)
+    for data in task.splits:
+        split = deserialize_split(table, data)
+        reader = read.to_arrow_batch_reader([split])
+        try:
+            for batch in reader:
+                if batch.num_rows:
+                    yield conform(batch, schema)
+        finally:
+            close = getattr(reader, "close", None)
+            if close is not None:
+                close()
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Reorder and cast a batch to ``schema`` by column name (no-op when it already matches)."""
+    if batch.schema.equals(schema, check_metadata=False):
+        return batch
+    names = batch.schema.names
+    arrays = []
+    for f in schema:
+        if f.name not in names:
+            raise ValueError(f"column {f.name} is missing from the data (columns are {', '.join(names)})")
+        col = batch.column(names.index(f.name))
+        if col.type != f.type:
+            col = col.cast(f.type)
+        arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def table_arrow_schema(table) -> pa.Schema:
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    return PyarrowFieldParser.from_paimon_schema(table.fields)
+
+
+def output_arrow_schema(table, columns: Sequence[str], row_kind: bool) -> pa.Schema:
+    full = table_arrow_schema(table)
+    fields = [full.field(c) for c in columns]
+    if row_kind:
+        fields.insert(0, pa.field(ROW_KIND, pa.string()))
+    return pa.schema(fields)
+
+
+# -- writing --------------------------------------------------------------------------------------------
+def new_commit_user(prefix: str = "paimon-tail-spark") -> str:
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+def write_batches(
+    catalog: Dict[str, str], ident: str, commit_user: str, batches: Iterator[pa.RecordBatch],
+    overwrite: bool = False,
+) -> Tuple[List[bytes], int]:
+    """Write Arrow batches with a one-shot table write; returns serialized commit messages and the row count."""
+    from pypaimon.write.commit_message_serializer import serialize_commit_message
+
+    table = get_table(catalog, ident, fresh=True)  # fresh: sequence numbers restore from the latest snapshot
+    builder = table.new_batch_write_builder()._with_commit_user(commit_user)
+    if overwrite:
+        builder.overwrite()
+    write = builder.new_write()
+    target = table_arrow_schema(table)
+    rows = 0
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            rows += batch.num_rows
+            write.write_arrow_batch(conform_for_write(batch, target))
+        messages = write.prepare_commit()
+    except BaseException:
+        try:
+            write.abort()
+        except Exception:
+            pass
+        raise
+    finally:
+        try:
+            write.close()
+        except Exception:
+            pass
+    out = [serialize_commit_message(m, table.partition_keys_fields) for m in messages if not m.is_empty()]
+    return out, rows
+
+
+def conform_for_write(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    names = batch.schema.names
+    missing = [f.name for f in target if f.name not in names]
+    if missing:
+        raise ValueError(
+            f"the data has no column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"(table columns are {', '.join(target.names)})"
+        )
+    extra = [n for n in names if n not in target.names]
+    if extra:
+        raise ValueError(f"the table has no column{'s' if len(extra) > 1 else ''} {', '.join(extra)}")
+    arrays = []
+    for f in target:
+        col = batch.column(names.index(f.name))
+        if col.type != f.type:
+            col = col.cast(f.type)
+        arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def deserialize_messages(table, payloads: Sequence[bytes]) -> list:
+    from pypaimon.write.commit_message_serializer import deserialize_commit_message
+    from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+
+    out = []
+    for data in payloads:
+        message = deserialize_commit_message(data, table.partition_keys_fields, table.trimmed_primary_keys_fields)
+        for f in message.new_files + message.changelog_files:
+            f.file_path = f.physical_path() if f.external_path else canonical_data_file_path(
+                table, message.partition, message.bucket, f.file_name
+            )
+        out.append(message)
+    return out

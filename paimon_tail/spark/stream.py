@@ -1,0 +1,239 @@
+"""Micro-batch planning for the streaming source, on the driver. No PySpark import here.
+
+Offsets are snapshot positions, ``{"snapshot": S, "index": I, "full": F}``: the next split to read is split
+``I`` of snapshot ``S``'s full plan (``F``) or delta plan. Whole snapshots are the usual step; the split index
+only matters when a read limit (``read.stream.maxRowsPerTrigger`` ...) cuts a big snapshot into several
+micro-batches. Planning is ``SnapshotPlanner``'s (the follower's), start positions are ``resolve_start``'s
+(``follow --from``'s), and the consumer file is ``ConsumerStore``'s, so a Spark query with ``consumer-id`` and
+``paimon-tail follow --consumer-id`` share one position format and one expiration guard.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from ..errors import SnapshotExpired, SnapshotGap
+from ..stream.consumer import ConsumerStore
+from ..stream.planner import SnapshotPlanner
+from ..stream.positions import resolve_start
+from .options import SourceOptions
+from .runtime import (
+    ReadSpec, SplitTask, get_table, pack, serialize_split, split_bytes, split_files, split_weight,
+)
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    snapshot: int
+    full: bool = False
+    index: int = 0
+
+    @classmethod
+    def of(cls, offset: dict) -> "Position":
+        return cls(int(offset["snapshot"]), bool(offset.get("full", False)), int(offset.get("index", 0)))
+
+    def to_offset(self) -> dict:
+        return {"snapshot": self.snapshot, "index": self.index, "full": self.full}
+
+    def next_snapshot(self) -> "Position":
+        return Position(self.snapshot + 1)
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    data: bytes
+    rows: int
+    files: int
+    bytes: int
+    weight: int
+
+
+@dataclass(frozen=True)
+class Limits:
+    rows: Optional[int] = None
+    files: Optional[int] = None
+    bytes: Optional[int] = None
+    snapshots: Optional[int] = None
+
+    @property
+    def unlimited(self) -> bool:
+        return not (self.rows or self.files or self.bytes or self.snapshots)
+
+
+def _sort_key(split) -> tuple:
+    partition = getattr(split.partition, "values", split.partition)
+    first = split.files[0].file_name if split.files else ""
+    return (repr(tuple(partition) if partition is not None else ()), split.bucket, first)
+
+
+class StreamPlanner:
+    """Offsets → splits for one streaming query (lives in Spark's long-running driver-side Python process)."""
+
+    def __init__(self, options: SourceOptions, spec: ReadSpec, cache_size: int = 256) -> None:
+        self.options = options
+        self.spec = spec
+        self.table = get_table(options.catalog, options.table, fresh=True)
+        self.schema_id = self.table.table_schema.id
+        self.planner = SnapshotPlanner(spec.builder(self.table).new_streaming_scan())
+        self.target: Optional[int] = None  # availableNow: the latest snapshot when the query started
+        self._units: "OrderedDict[Tuple[int, bool], List[SplitInfo]]" = OrderedDict()
+        self._cache_size = cache_size
+        self._consumer_written: Optional[int] = None
+
+    # -- positions ---------------------------------------------------------------------------------------
+    def initial_offset(self) -> dict:
+        o = self.options
+        if o.consumer_id:
+            position = ConsumerStore(self.table).get(o.consumer_id)
+            if position is not None:
+                earliest = self.planner.earliest_id()
+                if earliest is not None and position < earliest:
+                    raise SnapshotExpired(
+                        f"consumer {o.consumer_id} is at snapshot {position}, which has expired "
+                        f"(earliest kept is {earliest})",
+                        hint=f"reset it with: paimon-tail consumers {o.table} --reset {o.consumer_id} --to {earliest}",
+                    )
+                return Position(position).to_offset()
+        resolved = resolve_start(o.start, self.planner.snapshots)
+        if resolved is None:  # empty table: everything from snapshot 1 on is new
+            return Position(1).to_offset()
+        if resolved.full_snapshot_id is not None:
+            return Position(resolved.full_snapshot_id, full=True).to_offset()
+        return Position(resolved.next_snapshot_id).to_offset()
+
+    def prepare_available_now(self) -> None:
+        latest = self.planner.latest()
+        self.target = latest.id if latest is not None else 0
+
+    def bound(self) -> Optional[int]:
+        if self.target is not None:
+            return self.target
+        latest = self.planner.latest()
+        return latest.id if latest is not None else None
+
+    def latest_offset(self, start: dict, limits: Limits) -> dict:
+        pos = Position.of(start)
+        # Spark asks for new data only after the previous micro-batch (ending at ``start``) is committed to its
+        # commit log, but commits offsets to the source only once a later batch has data: write the consumer
+        # position here too, so it does not lag a batch behind (and is written after an availableNow run).
+        self._write_consumer(pos.snapshot)
+        bound = self.bound()
+        if bound is None or pos.snapshot > bound:
+            return pos.to_offset()
+        if limits.unlimited:
+            self._check_gap(pos.snapshot)
+            return Position(bound + 1).to_offset()
+        rows = files = nbytes = snapshots = 0
+        taken = False
+        cur = pos
+        while cur.snapshot <= bound:
+            infos = self.unit(cur)
+            if infos is None:
+                break
+            for i in range(cur.index, len(infos)):
+                info = infos[i]
+                if taken and (
+                    (limits.rows and rows + info.rows > limits.rows)
+                    or (limits.files and files + info.files > limits.files)
+                    or (limits.bytes and nbytes + info.bytes > limits.bytes)
+                ):
+                    return Position(cur.snapshot, cur.full, i).to_offset()
+                rows, files, nbytes, taken = rows + info.rows, files + info.files, nbytes + info.bytes, True
+            snapshots += 1
+            cur = cur.next_snapshot()
+            if limits.snapshots and snapshots >= limits.snapshots:
+                break
+        return cur.to_offset()
+
+    def latest_available(self) -> Optional[dict]:
+        latest = self.planner.latest()
+        return Position(latest.id + 1).to_offset() if latest is not None else None
+
+    # -- planning ----------------------------------------------------------------------------------------
+    def _check_gap(self, snapshot_id: int) -> None:
+        earliest = self.planner.earliest_id()
+        if earliest is not None and snapshot_id < earliest:
+            raise SnapshotGap(snapshot_id, earliest)
+
+    def _refresh_schema(self, schema_id: int) -> None:
+        if schema_id <= self.schema_id:
+            return
+        self.table = get_table(self.options.catalog, self.options.table, schema_id, fresh=True)
+        self.schema_id = self.table.table_schema.id
+        self.planner = SnapshotPlanner(self.spec.builder(self.table).new_streaming_scan())
+
+    def unit(self, pos: Position) -> Optional[List[SplitInfo]]:
+        """The splits of one snapshot's full or delta plan, in a stable order; None if it does not exist yet."""
+        key = (pos.snapshot, pos.full)
+        infos = self._units.get(key)
+        if infos is not None:
+            self._units.move_to_end(key)
+            return infos
+        snap = self.planner.snapshot(pos.snapshot)
+        if snap is None:
+            self._check_gap(pos.snapshot)
+            return None
+        self._refresh_schema(snap.schema_id)
+        if pos.full:
+            splits = list(self.planner.full_plan(snap).splits())
+        elif self.planner.should_scan(snap):
+            splits = list(self.planner.delta_plan(snap).splits())
+        else:
+            splits = []
+        splits.sort(key=_sort_key)
+        cost = self.options.open_file_cost
+        infos = [
+            SplitInfo(serialize_split(s), int(s.row_count), split_files(s), split_bytes(s), split_weight(s, cost))
+            for s in splits
+        ]
+        self._units[key] = infos
+        while len(self._units) > self._cache_size:
+            self._units.popitem(last=False)
+        return infos
+
+    def plan(self, start: dict, end: dict) -> List[SplitInfo]:
+        cur, stop = Position.of(start), Position.of(end)
+        out: List[SplitInfo] = []
+        while cur != stop and cur.snapshot <= stop.snapshot:
+            infos = self.unit(cur)
+            if infos is None:
+                raise SnapshotExpired(f"snapshot {cur.snapshot} of this micro-batch cannot be found")
+            last = stop.index if (stop.snapshot, stop.full) == (cur.snapshot, cur.full) else len(infos)
+            out.extend(infos[cur.index:last])
+            if last < len(infos):
+                break
+            cur = cur.next_snapshot()
+        return out
+
+    def tasks(self, start: dict, end: dict) -> List[SplitTask]:
+        infos = self.plan(start, end)
+        groups = pack([i.weight for i in infos], self.options.target_split_size)
+        return [
+            SplitTask(self.options.catalog, self.options.table, self.schema_id, self.spec, [infos[i].data for i in g])
+            for g in groups
+        ]
+
+    def commit(self, end: dict) -> None:
+        pos = Position.of(end)
+        for key in [k for k in self._units if k[0] < pos.snapshot]:
+            del self._units[key]
+        self._write_consumer(pos.snapshot)
+
+    def _write_consumer(self, next_snapshot: int) -> None:
+        if self.options.consumer_id and next_snapshot != self._consumer_written:
+            ConsumerStore(self.table).set(self.options.consumer_id, next_snapshot)
+            self._consumer_written = next_snapshot
+
+    def consumer_position(self) -> Optional[int]:
+        if not self.options.consumer_id:
+            return None
+        return ConsumerStore(self.table).get(self.options.consumer_id)
+
+
+def limits_from(options: SourceOptions) -> Limits:
+    return Limits(options.max_rows, options.max_files, options.max_bytes, options.max_snapshots)
+
+
+def offsets_equal(a: Dict, b: Dict) -> bool:
+    return Position.of(a) == Position.of(b)

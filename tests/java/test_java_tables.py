@@ -252,7 +252,7 @@ def test_pypaimon_written_stream_matches_java(py_tables, name):
     assert [p["snapshot"] for p in got] == [1, 2, 3]
 
 
-def test_mixed_writers(java_warehouse, tmp_path):
+def test_mixed_writers(java_env, tmp_path):
     """Java and pypaimon alternately write one PK table; both read it the same way."""
     wh = str(tmp_path / "mixed-wh")
     order = jf.write_mixed(wh)
@@ -263,3 +263,11 @@ def test_mixed_writers(java_warehouse, tmp_path):
     assert "COMPACT" in _kinds(o)
     assert jf.canonical(jf.pypaimon_batch(wh, "mixed")) == jf.canonical(o["batch"])
     _assert_stream_matches(wh, "mixed", o, 1)
+
+
+def test_java_warehouse_fixture(java_warehouse):
+    """The fixture colleagues use: a fresh warehouse holding one Java scenario."""
+    wh = java_warehouse("append_unaware")
+    o = jf.java_oracle(wh, "append_unaware")
+    assert len(o["batch"]) == 460
+    assert jf.canonical(jf.pypaimon_batch(wh, "append_unaware")) == jf.canonical(o["batch"])

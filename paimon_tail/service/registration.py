@@ -1,0 +1,146 @@
+"""The service's registration in ``<table>/service/``, following Paimon's ``ServiceManager`` naming.
+
+Paimon's ``ServiceManager`` keeps one file per service id at ``<table>/service/service-<id>``; Java's own
+query service uses id ``primary-key-lookup`` with a JSON array of ``"host:port"`` strings. We use our own id,
+``paimon-tail-lookup`` (so Java's file is never touched), and a JSON object whose ``addresses`` field has the
+same ``"host:port"`` form, plus a lease so a crashed service is recognised as stale::
+
+    {"format": "paimon-tail-lookup/1", "protocol": 1, "service_id": "8c0e…", "addresses": ["127.0.0.1:43215"],
+     "host": "worker-3", "pid": 4242, "tables": ["shop.orders"], "executors": 2, "tls": false, "auth": "token",
+     "started_ms": 1767225600000, "heartbeat_ms": 1767225601000, "lease_ms": 10000}
+
+The file is rewritten atomically (temporary file + rename) every lease/3 seconds and removed on clean
+shutdown. It never holds a secret (``auth`` only says whether a token is required).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional
+
+SERVICE_ID = "paimon-tail-lookup"
+JAVA_SERVICE_ID = "primary-key-lookup"  # Java's PRIMARY_KEY_LOOKUP: never written by us
+FORMAT = "paimon-tail-lookup/1"
+
+
+@dataclass
+class Registration:
+    service_id: str
+    addresses: List[str]
+    host: str
+    pid: int
+    tables: List[str]
+    executors: int
+    tls: bool
+    auth: str  # "token" | "none"
+    started_ms: int
+    heartbeat_ms: int
+    lease_ms: int
+    format: str = FORMAT
+    protocol: int = 1
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d.pop("extra")
+        d.update(self.extra)
+        return json.dumps(d, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Registration":
+        d = json.loads(text)
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise ValueError("not a paimon-tail registration")
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        return cls(**{k: d[k] for k in known if k in d},
+                   extra={k: v for k, v in d.items() if k not in known})
+
+    def expires_ms(self) -> int:
+        return self.heartbeat_ms + self.lease_ms
+
+    def is_live(self, now_ms: Optional[int] = None) -> bool:
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return now_ms <= self.expires_ms()
+
+    def describe(self) -> str:
+        return f"{', '.join(self.addresses)} (pid {self.pid} on {self.host})"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def service_dir(table) -> str:
+    return f"{table.table_path}/service"
+
+
+def service_path(table, service_id: str = SERVICE_ID) -> str:
+    return f"{service_dir(table)}/service-{service_id}"
+
+
+def _local(path: str) -> Optional[str]:
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if "://" not in path:
+        return path
+    return None
+
+
+def write(table, reg: Registration) -> None:
+    """Atomically (re)write the registration: readers see the old or the new file, never a torn one."""
+    path = service_path(table, reg_id(reg))
+    text = reg.to_json()
+    local = _local(path)
+    if local is not None:
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        tmp = f"{os.path.dirname(local)}/.service-{SERVICE_ID}.{uuid.uuid4().hex[:8]}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, local)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        return
+    # Object stores: a PUT replaces the object atomically.
+    table.file_io.overwrite_file_utf8(path, text)
+
+
+def reg_id(reg: Registration) -> str:
+    return SERVICE_ID
+
+
+def read(table) -> Optional[Registration]:
+    path = service_path(table)
+    try:
+        if not table.file_io.exists(path):
+            return None
+        text = table.file_io.read_file_utf8(path)
+    except FileNotFoundError:
+        return None
+    try:
+        return Registration.from_json(text)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def remove(table, service_id: str) -> None:
+    """Delete the registration if it is still ours (another service may have taken over a stale one)."""
+    current = read(table)
+    if current is not None and current.service_id != service_id:
+        return
+    try:
+        table.file_io.delete_quietly(service_path(table))
+    except Exception:
+        pass
+
+
+def new_service_id() -> str:
+    return uuid.uuid4().hex

@@ -1,0 +1,205 @@
+"""The snapshot file scanner: follows a table snapshot by snapshot and tells each executor its file changes.
+
+It stands on the streaming core (``SnapshotPlanner`` + ``SnapshotWalker``: lookahead, inotify/polling, gap
+detection). Per snapshot it reads the snapshot's *delta manifest entries* (ADD and DELETE, so COMPACT snapshots
+that replace files are seen as such), groups them by (partition, bucket) and sends every executor one message
+per snapshot — its buckets' changes, possibly none, so every executor knows which snapshot it serves.
+
+Messages (pickled through the executor's pipe):
+
+* ``("full", table, snapshot_id, commit_ms, {(partition, bucket): BucketFiles})`` — all buckets the executor owns
+  at that snapshot (at start, after an executor restart, after a snapshot gap);
+* ``("delta", table, snapshot_id, commit_ms, commit_kind, {(partition, bucket): BucketChange})``.
+
+Deletion-vector tables get ``BucketChange.replace`` (the bucket's full split from a plan, with its deletion
+files) because deletion vectors live in index manifests, not in the data-file entries.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+from ..errors import SnapshotGap
+from ..stream.planner import SnapshotPlanner
+from ..stream.walker import SnapshotWalker
+from .mirror import BucketFiles
+from .routing import TableRouting
+
+log = logging.getLogger(__name__)
+
+ADD, DELETE = 0, 1
+
+BucketKey = Tuple[Tuple, int]
+
+
+@dataclass
+class BucketChange:
+    adds: List = field(default_factory=list)
+    deletes: List = field(default_factory=list)
+    replace: Optional[BucketFiles] = None
+
+
+def table_mode(table) -> str:
+    """How an executor keeps a table's buckets current.
+
+    * ``dedup``: deduplicate engine, no sequence field, deletes honoured → new level-0 files upsert the index;
+    * ``merge``: other merge engines → re-merge a bucket when it changes (COMPACT snapshots keep content);
+    * ``skip0``: batch reads ignore level-0 files (first-row) → re-merge on every change, compactions included;
+    * ``dv``: deletion vectors → the scanner sends full splits (deletion files come from index manifests).
+    """
+    opts = table.options
+    if opts.deletion_vectors_enabled():
+        return "dv"
+    if opts.batch_scan_skip_level0():
+        return "skip0"
+    engine = str(opts.merge_engine()).lower().replace("mergeengine.", "")
+    if "dedup" in engine and not opts.sequence_field() and not opts.ignore_delete():
+        return "dedup"
+    return "merge"
+
+
+class TableScanner:
+    def __init__(self, name: str, table, num_executors: int, send: Callable[[int, tuple], None]) -> None:
+        self.name = name
+        self.table = table
+        self.routing = TableRouting.of(table)
+        self.mode = table_mode(table)
+        self.num_executors = num_executors
+        self.send = send
+        self.planner = SnapshotPlanner(table.new_stream_read_builder().new_streaming_scan())
+        self.walker = SnapshotWalker(self.planner)
+        self.resync: Set[int] = set(range(num_executors))
+        self.snapshot = None  # last snapshot sent
+        self.snapshots_sent = 0
+        self.error: Optional[BaseException] = None
+
+    # -- assignment ---------------------------------------------------------------------------------------
+    def owner(self, partition: Tuple, bucket: int) -> int:
+        return self.routing.executor_of(partition, bucket, self.num_executors)
+
+    def request_full(self, index: int) -> None:
+        """Executor ``index`` (re)started: send it everything it owns at the next opportunity."""
+        self.resync.add(index)
+        self.walker.wake()
+
+    # -- planning (threads) -------------------------------------------------------------------------------
+    def _full_buckets(self, snapshot, keep: Optional[Callable[[BucketKey], bool]] = None) -> Dict[BucketKey, BucketFiles]:
+        plan = self.planner.full_plan(snapshot)
+        out: Dict[BucketKey, BucketFiles] = {}
+        for split in plan.splits():
+            key = (tuple(split.partition.values), split.bucket)
+            if keep is not None and not keep(key):
+                continue
+            bf = out.setdefault(key, BucketFiles())
+            files = list(split.files)
+            dvs = split.data_deletion_files
+            if dvs is not None or bf.deletion_files is not None:
+                if bf.deletion_files is None:
+                    bf.deletion_files = [None] * len(bf.files)
+                bf.deletion_files += list(dvs) if dvs is not None else [None] * len(files)
+            bf.files += files
+        return out
+
+    def _delta_entries(self, snapshot) -> Dict[BucketKey, BucketChange]:
+        from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+        from pypaimon.manifest.manifest_list_manager import ManifestListManager
+        from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+
+        changes: Dict[BucketKey, BucketChange] = {}
+        manifests = ManifestListManager(self.table).read_delta(snapshot)
+        reader = ManifestFileManager(self.table)
+        for manifest in manifests:
+            for entry in reader.read(manifest.file_name, drop_stats=True):
+                partition = tuple(entry.partition.values)
+                meta = entry.file
+                if not meta.external_path:
+                    meta.file_path = canonical_data_file_path(self.table, partition, entry.bucket, meta.file_name)
+                change = changes.setdefault((partition, entry.bucket), BucketChange())
+                (change.adds if entry.kind == ADD else change.deletes).append(meta)
+        return changes
+
+    # -- sending ------------------------------------------------------------------------------------------
+    def _send_full(self, snapshot, targets: Set[int], buckets: Optional[Dict[BucketKey, BucketFiles]] = None) -> None:
+        if buckets is None:
+            buckets = self._full_buckets(snapshot)
+        per: Dict[int, Dict] = {i: {} for i in targets}
+        for key, files in buckets.items():
+            owner = self.owner(*key)
+            if owner in per:
+                per[owner][key] = files
+        for i in targets:
+            self.send(i, ("full", self.name, snapshot.id, snapshot.time_millis, per[i]))
+            self.resync.discard(i)
+
+    async def _process(self, snapshot) -> None:
+        changes = await asyncio.to_thread(self._delta_entries, snapshot)
+        targets = set(self.resync)
+        full = None
+        if targets or (self.mode == "dv" and changes):
+            changed = set(changes)
+            full = await asyncio.to_thread(self._full_buckets, snapshot)
+            if self.mode == "dv":
+                for key in changed:
+                    changes[key] = BucketChange(replace=full.get(key, BucketFiles()))
+        if targets:
+            self._send_full(snapshot, targets, full)
+        per: Dict[int, Dict] = {i: {} for i in range(self.num_executors) if i not in targets}
+        for key, change in changes.items():
+            owner = self.owner(*key)
+            if owner in per:
+                per[owner][key] = change
+        for i, ch in per.items():
+            self.send(i, ("delta", self.name, snapshot.id, snapshot.time_millis, snapshot.commit_kind, ch))
+        self.snapshot = snapshot
+        self.snapshots_sent += 1
+
+    async def run(self) -> None:
+        try:
+            await self._run()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # surfaced by the service (status, logs) — never silent
+            self.error = e
+            log.exception("scanner for %s stopped", self.name)
+            raise
+        finally:
+            self.walker.close()
+
+    async def _run(self) -> None:
+        snapshot = await asyncio.to_thread(self.planner.latest)
+        while snapshot is None:
+            # An empty table: executors serve "snapshot 0" (nothing) until the first commit.
+            for i in list(self.resync):
+                self.send(i, ("full", self.name, 0, 0, {}))
+                self.resync.discard(i)
+            await self.walker.wait()
+            snapshot = await asyncio.to_thread(self.planner.snapshot, 1) or \
+                await asyncio.to_thread(self.planner.latest)
+        first = snapshot
+        buckets = await asyncio.to_thread(self._full_buckets, first)
+        self._send_full(first, set(range(self.num_executors)), buckets)
+        self.snapshot = first
+        next_id = first.id + 1
+        while True:
+            try:
+                snaps = await self.walker.poll(next_id)
+            except SnapshotGap as gap:
+                log.warning("%s: %s; resending full state", self.name, gap)
+                latest = await asyncio.to_thread(self.planner.latest)
+                self._send_full(latest, set(range(self.num_executors)))
+                self.snapshot = latest
+                next_id = latest.id + 1
+                continue
+            if not snaps:
+                if self.resync and self.snapshot is not None:
+                    targets = set(self.resync)
+                    buckets = await asyncio.to_thread(self._full_buckets, self.snapshot)
+                    self._send_full(self.snapshot, targets, buckets)
+                    continue
+                await self.walker.wait()
+                continue
+            for snap in snaps:
+                await self._process(snap)
+                next_id = snap.id + 1

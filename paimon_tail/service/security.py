@@ -1,0 +1,166 @@
+"""TLS (optional, mutual optional) and a bearer token checked on every gRPC call.
+
+The token comes from ``PAIMON_TAIL_TOKEN`` or ``--token-file``; it is never written to the registration file.
+Calls without the right ``authorization: Bearer <token>`` metadata fail with UNAUTHENTICATED (compared in
+constant time).
+"""
+from __future__ import annotations
+
+import hmac
+import os
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import grpc
+
+from ..errors import UsageError
+
+TOKEN_ENV = "PAIMON_TAIL_TOKEN"
+
+
+def _read(path: Optional[str], what: str) -> Optional[bytes]:
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"cannot read {what} {path}: {e.strerror}") from None
+
+
+def load_token(token_file: Optional[str] = None, token: Optional[str] = None) -> Optional[str]:
+    if token:
+        return token
+    if token_file:
+        data = _read(token_file, "token file")
+        text = data.decode("utf-8", "replace").strip()
+        if not text:
+            raise UsageError(f"token file {token_file} is empty")
+        return text
+    env = os.environ.get(TOKEN_ENV, "").strip()
+    return env or None
+
+
+@dataclass(frozen=True)
+class Security:
+    token: Optional[str] = None
+    tls_cert: Optional[str] = None  # server: its certificate; client: client certificate (mutual TLS)
+    tls_key: Optional[str] = None
+    tls_ca: Optional[str] = None  # server: require client certificates signed by it; client: trust it
+
+    @classmethod
+    def from_options(cls, token_file=None, tls_cert=None, tls_key=None, tls_ca=None, token=None) -> "Security":
+        if bool(tls_cert) != bool(tls_key):
+            raise UsageError("--tls-cert and --tls-key go together")
+        for path, what in ((tls_cert, "--tls-cert"), (tls_key, "--tls-key"), (tls_ca, "--tls-ca")):
+            if path:
+                _read(path, what)
+        return cls(load_token(token_file, token), tls_cert, tls_key, tls_ca)
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.tls_cert or self.tls_ca)
+
+    # -- server side --------------------------------------------------------------------------------------
+    def server_credentials(self) -> Optional[grpc.ServerCredentials]:
+        if not self.tls_cert:
+            return None
+        ca = _read(self.tls_ca, "--tls-ca")
+        return grpc.ssl_server_credentials(
+            [(_read(self.tls_key, "--tls-key"), _read(self.tls_cert, "--tls-cert"))],
+            root_certificates=ca,
+            require_client_auth=ca is not None,
+        )
+
+    def server_interceptors(self) -> List[grpc.aio.ServerInterceptor]:
+        return [TokenInterceptor(self.token)] if self.token else []
+
+    # -- client side --------------------------------------------------------------------------------------
+    def channel_credentials(self) -> Optional[grpc.ChannelCredentials]:
+        if not self.tls:
+            return None
+        ca = _read(self.tls_ca, "--tls-ca")
+        if ca is None and self.tls_cert:
+            ca = _read(self.tls_cert, "--tls-cert")  # a self-signed server certificate trusts itself
+        key = _read(self.tls_key, "--tls-key")
+        cert = _read(self.tls_cert, "--tls-cert")
+        return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+
+    def metadata(self) -> Tuple[Tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token}"),) if self.token else ()
+
+
+def _abort_unauthenticated(message: str):
+    async def handler(request, context):
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+    return grpc.unary_unary_rpc_method_handler(handler, request_deserializer=lambda b: b,
+                                               response_serializer=lambda b: b)
+
+
+class TokenInterceptor(grpc.aio.ServerInterceptor):
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+
+    async def intercept_service(self, continuation, handler_call_details):
+        for key, value in handler_call_details.invocation_metadata or ():
+            if key == "authorization":
+                got = value.encode() if isinstance(value, str) else bytes(value)
+                if hmac.compare_digest(got, self._expected):
+                    return await continuation(handler_call_details)
+                return _abort_unauthenticated("bad bearer token")
+        return _abort_unauthenticated("missing bearer token (set PAIMON_TAIL_TOKEN or --token-file)")
+
+
+def channel_options(max_message_bytes: int) -> list:
+    return [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.keepalive_time_ms", 10_000),
+        ("grpc.keepalive_timeout_ms", 3_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.enable_retries", 0),
+        ("grpc.initial_reconnect_backoff_ms", 100),
+        ("grpc.min_reconnect_backoff_ms", 100),
+        ("grpc.max_reconnect_backoff_ms", 1000),
+    ]
+
+
+def server_options(max_message_bytes: int) -> list:
+    return [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_concurrent_streams", 100_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+def make_channel(address: str, security: Security, max_message_bytes: int) -> grpc.aio.Channel:
+    """A channel created inside the running loop (grpc.aio)."""
+    creds = security.channel_credentials()
+    options = channel_options(max_message_bytes)
+    if creds is None:
+        return grpc.aio.insecure_channel(address, options=options)
+    return grpc.aio.secure_channel(address, creds, options=options)
+
+
+def add_port(server: grpc.aio.Server, address: str, security: Security) -> int:
+    creds = security.server_credentials()
+    if creds is None:
+        return server.add_insecure_port(address)
+    return server.add_secure_port(address, creds)
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

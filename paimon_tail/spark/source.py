@@ -113,7 +113,7 @@ class PaimonDataSource(DataSource):
 
         o = self._options()
         create_table_if_missing(
-            o.catalog, o.table, to_arrow_schema(schema), list(o.primary_keys), list(o.partition_keys),
+            o.catalog, o.table, to_arrow_schema(schema, timezone="UTC"), list(o.primary_keys), list(o.partition_keys),
             o.table_options,
         )
         check_writable(get_table(o.catalog, o.table, fresh=True))
@@ -135,7 +135,7 @@ class PaimonPlainBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions, spec: ReadSpec, schema: StructType) -> None:
         self.options = options
         self.spec = spec
-        self.arrow_schema = to_arrow_schema(schema)
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
 
     def partitions(self):
         from .runtime import pack, serialize_split, split_weight
@@ -202,7 +202,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions, spec: ReadSpec, schema: StructType) -> None:
         self.options = options
         self.spec = spec
-        self.arrow_schema = to_arrow_schema(schema)
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self._planner = None
 
     def __getstate__(self):

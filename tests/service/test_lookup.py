@@ -1,0 +1,138 @@
+"""Lookups through a real `paimon-tail serve` match pypaimon's batch read."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from paimon_tail.catalog import catalog_config
+from paimon_tail.errors import UsageError
+from paimon_tail.service.client import LookupClient
+
+from .conftest import PK_SCHEMA, PLAIN_SCHEMA, ServeProcess, run_cli
+
+N = 3000
+
+
+def _rows(ids, tag, op="+I"):
+    return [{"id": i, "dt": f"2026-11-0{1 + i % 3}", "name": f"{tag}-{i}", "amount": i % 1000, "op": op} for i in ids]
+
+
+@pytest.fixture(scope="module")
+def served(warehouse):
+    warehouse.create("orders", PK_SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], bucket=3)
+    warehouse.create("plain", PLAIN_SCHEMA, primary_keys=["k"], bucket=2)
+    warehouse.write("orders", _rows(range(N), "v1"))
+    warehouse.write("orders", _rows(range(0, N, 7), "v2", "+U"))
+    warehouse.write("orders", _rows(range(3, N, 11), "gone", "-D"))
+    warehouse.write("plain", [{"k": k, "v": f"p{k}", "op": "+I"} for k in range(500)])
+    warehouse.write("plain", [{"k": k, "v": None, "op": "-D"} for k in range(0, 500, 5)])
+    svc = ServeProcess(warehouse.path, ["db.orders", "db.plain"]).wait_ready()
+    yield svc
+    assert svc.stop() == 0, svc.lines
+    # A clean shutdown removes the registration.
+    assert not any(p.name.startswith("service-") for p in
+                   (__import__("pathlib").Path(warehouse.path) / "db.db" / "orders" / "service").glob("*"))
+
+
+@pytest.fixture
+def client(warehouse, served):
+    c = LookupClient("db.orders", catalog_config(warehouse.path), timeout=20)
+    yield c
+    c.close_sync()
+
+
+def test_lookups_match_batch_read(warehouse, client):
+    oracle = warehouse.batch_read("orders")
+    keys = [(i, f"2026-11-0{1 + i % 3}") for i in range(N + 200)]  # present, updated, deleted, never written
+    keys += [(i, "2026-11-09") for i in range(50)]  # right id, wrong partition
+    random.Random(7).shuffle(keys)
+    result = client.lookup_sync([{"id": i, "dt": d} for i, d in keys])
+    got = {(r["id"], r["dt"]): r for r in result.rows.to_pylist()}
+    assert got == {k: oracle[k] for k in keys if k in oracle}
+    assert sorted(result.missing) == sorted(i for i, k in enumerate(keys) if k not in oracle)
+    assert set(result.snapshot_ids.values()) == {3}
+    assert got[(7, "2026-11-02")]["name"] == "v2-7" and (3, "2026-11-01") not in got
+
+
+def test_single_key_and_select(client):
+    assert client.get_sync({"id": 1, "dt": "2026-11-02"}) == \
+        {"id": 1, "dt": "2026-11-02", "name": "v1-1", "amount": 1, "op": "+I"}
+    assert client.get_sync((3, "2026-11-01")) is None  # deleted
+    r = client.lookup_sync([(1, "2026-11-02")], select=["name"])
+    assert r.rows.to_pylist() == [{"name": "v1-1"}]
+
+
+def test_commit_becomes_visible_with_min_snapshot(warehouse, client):
+    sid = warehouse.write("orders", _rows([1, 5000], "v3", "+U"))
+    r = client.lookup_sync([(1, "2026-11-02"), (5000, "2026-11-03")], min_snapshot=sid)
+    assert [row["name"] for row in r.rows.to_pylist()] == ["v3-1", "v3-5000"]
+    assert min(r.snapshot_ids.values()) >= sid
+
+
+def test_second_table_in_same_service(warehouse, served):
+    oracle = warehouse.batch_read("plain")
+    with LookupClient("db.plain", catalog_config(warehouse.path)) as c:
+        r = c.lookup_sync(list(range(-5, 505)))
+        assert {row["k"]: row for row in r.rows.to_pylist()} == {k[0]: v for k, v in oracle.items()}
+
+
+def test_bad_keys_are_usage_errors(client):
+    with pytest.raises(UsageError, match="does not fit column id"):
+        client.lookup_sync([{"id": "abc", "dt": "x"}])
+    with pytest.raises(UsageError, match="lacks column dt"):
+        client.lookup_sync([{"id": 1}])
+    with pytest.raises(UsageError, match="out of range"):
+        client.lookup_sync([{"id": 1 << 70, "dt": "x"}])
+    with pytest.raises(UsageError, match="unknown column"):
+        client.lookup_sync([(1, "2026-11-02")], select=["nope"])
+
+
+def test_cli_lookup(warehouse, served):
+    wh = ["--warehouse", warehouse.path]
+    r = run_cli("lookup", "db.orders", "id=2,dt=2026-11-03", "dt=2026-11-01,id=0", *wh)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [row["id"] for row in rows] == [2, 0]
+
+    r = run_cli("lookup", "db.orders", "id=2,dt=2026-11-03", "id=3,dt=2026-11-01", "--missing", "null",
+                "--select", "id,name", *wh)
+    assert r.returncode == 1  # like grep: a key was not found
+    assert r.stdout.splitlines() == ['{"id":2,"name":"v1-2"}', "null"]
+
+    keys = "\n".join(json.dumps({"id": i, "dt": f"2026-11-0{1 + i % 3}", "extra": "ignored"}) for i in (4, 8))
+    r = run_cli("lookup", "db.orders", "--keys-from", "-", "--select", "id", *wh, input=keys)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ['{"id":4}', '{"id":8}']
+
+    r = run_cli("lookup", "db.plain", "7", *wh)
+    assert r.returncode == 0 and json.loads(r.stdout)["v"] == "p7"
+
+    r = run_cli("lookup", "db.orders", "42", *wh)
+    assert r.returncode == 2 and "primary key has 2 columns" in r.stderr
+    r = run_cli("lookup", "db.plain", "x1", *wh)
+    assert r.returncode == 2 and "does not fit column k (int)" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cli_status(warehouse, served):
+    r = run_cli("service", "status", "db.orders", "--json", "--warehouse", warehouse.path)
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    assert st["executors"] == 2 and sorted(st["tables"]) == ["db.orders", "db.plain"]
+    assert all(e["alive"] for e in st["executor"])
+    assert sum(e["buckets"] for e in st["executor"]) == 9  # 3 partitions x 3 buckets
+    assert sum(e["keys"] for e in st["executor"]) == len(warehouse.batch_read("orders"))
+
+
+def test_registration_file(warehouse, served):
+    import pathlib
+
+    d = pathlib.Path(warehouse.path) / "db.db" / "orders" / "service"
+    files = [p.name for p in d.iterdir() if not p.name.startswith(".")]
+    assert files == ["service-paimon-tail-lookup"]
+    reg = json.loads((d / files[0]).read_text())
+    assert reg["format"] == "paimon-tail-lookup/1" and reg["addresses"][0].startswith("127.0.0.1:")
+    assert reg["lease_ms"] > 0 and reg["heartbeat_ms"] > 0 and reg["auth"] == "none"
+    assert not (d / "service-primary-key-lookup").exists()

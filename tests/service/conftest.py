@@ -108,7 +108,7 @@ class ServeProcess:
         for pid in out.split():
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if b"multiprocessing" in f.read():
+                    if b"spawn_main" in f.read():
                         pids.append(int(pid))
             except OSError:
                 pass

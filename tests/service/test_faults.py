@@ -1,0 +1,123 @@
+"""Faults: killed and stopped executors, a crashed service, no service, bad tables, tokens."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from paimon_tail.catalog import catalog_config
+from paimon_tail.errors import ServiceError
+from paimon_tail.service.client import LookupClient
+
+from .conftest import PLAIN_SCHEMA, ServeProcess, run_cli, wait_until
+
+
+@pytest.fixture(scope="module")
+def table(warehouse):
+    warehouse.create("kv", PLAIN_SCHEMA, primary_keys=["k"], bucket=4)
+    warehouse.write("kv", [{"k": k, "v": f"v{k}", "op": "+I"} for k in range(2000)])
+    warehouse.create("log", PLAIN_SCHEMA)  # append-only: not servable
+    return "db.kv"
+
+
+def test_missing_service(warehouse, table):
+    t0 = time.monotonic()
+    with pytest.raises(ServiceError, match="no query service is registered for db.kv"):
+        LookupClient(table, catalog_config(warehouse.path)).lookup_sync([1])
+    assert time.monotonic() - t0 < 2
+    r = run_cli("lookup", table, "1", "--warehouse", warehouse.path)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "no query service" in r.stderr
+
+
+def test_unsupported_table(warehouse, table):
+    r = run_cli("serve", "db.log", "--warehouse", warehouse.path)
+    assert r.returncode == 2, r.stderr
+    assert "append-only table" in r.stderr and r.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_killed_executor_is_restarted(warehouse, table):
+    svc = ServeProcess(warehouse.path, [table]).wait_ready()
+    try:
+        with LookupClient(table, catalog_config(warehouse.path), timeout=15) as c:
+            assert len(c.lookup_sync(list(range(2000))).rows) == 2000
+            victim = svc.executor_pids()[0]
+            os.kill(victim, signal.SIGKILL)
+            t0 = time.monotonic()
+            r = c.lookup_sync(list(range(2000)))  # retries while the executor is restarted
+            assert len(r.rows) == 2000 and not r.missing
+            assert time.monotonic() - t0 < 10
+            assert victim not in svc.executor_pids()
+            assert max(e.info.restarts for e in c.status_sync().executors) == 1
+    finally:
+        assert svc.stop() == 0
+
+
+@pytest.mark.slow
+def test_stopped_executor_deadline_then_recovery(warehouse, table):
+    svc = ServeProcess(warehouse.path, [table]).wait_ready()
+    victim = None
+    try:
+        with LookupClient(table, catalog_config(warehouse.path), call_timeout=0.5) as c:
+            assert len(c.lookup_sync(list(range(2000))).rows) == 2000
+            victim = svc.executor_pids()[0]
+            os.kill(victim, signal.SIGSTOP)
+            t0 = time.monotonic()
+            with pytest.raises(ServiceError, match="did not complete within 1s"):
+                c.lookup_sync(list(range(2000)), timeout=1.0)
+            assert time.monotonic() - t0 < 2.5  # the deadline fires; never hangs
+            # The supervisor notices the missing heartbeats, kills and replaces it within 5 s.
+            r = c.lookup_sync(list(range(2000)), timeout=15)
+            assert len(r.rows) == 2000
+            assert time.monotonic() - t0 < 12
+    finally:
+        if victim:
+            try:
+                os.kill(victim, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        assert svc.stop() == 0
+
+
+@pytest.mark.slow
+def test_crashed_service_is_no_live_service(warehouse, table):
+    svc = ServeProcess(warehouse.path, [table], "--lease", "3").wait_ready()
+    with LookupClient(table, catalog_config(warehouse.path), timeout=10) as c:
+        assert c.get_sync(5)["v"] == "v5"
+        svc.kill_all()  # registration stays behind, nobody answers
+        t0 = time.monotonic()
+        with pytest.raises(ServiceError, match="no live service for db.kv"):
+            c.lookup_sync([5])
+        assert time.monotonic() - t0 < 3
+    time.sleep(3.2)  # lease expired: recognised from the file alone, and a new service may take over
+    with pytest.raises(ServiceError, match="expired"):
+        LookupClient(table, catalog_config(warehouse.path)).lookup_sync([5])
+    svc2 = ServeProcess(warehouse.path, [table], executors=1).wait_ready()
+    try:
+        assert LookupClient(table, catalog_config(warehouse.path)).get_sync(5)["v"] == "v5"
+        r = run_cli("serve", table, "--warehouse", warehouse.path)
+        assert r.returncode == 1 and "already served by" in r.stderr
+    finally:
+        assert svc2.stop() == 0
+
+
+@pytest.mark.slow
+def test_token_required(warehouse, table, tmp_path):
+    env = {"PAIMON_TAIL_TOKEN": "s3cret-token"}
+    svc = ServeProcess(warehouse.path, [table], env=env, executors=1).wait_ready()
+    try:
+        reg = (tmp_path.parent / "x")  # noqa: F841
+        text = open(os.path.join(warehouse.path, "db.db", "kv", "service", "service-paimon-tail-lookup")).read()
+        assert "s3cret" not in text and '"auth": "token"' in text
+        r = run_cli("lookup", table, "5", "--warehouse", warehouse.path)
+        assert r.returncode == 1 and "requires a token" in r.stderr
+        bad = tmp_path / "bad"
+        bad.write_text("wrong\n")
+        r = run_cli("lookup", table, "5", "--warehouse", warehouse.path, "--token-file", str(bad))
+        assert r.returncode == 1 and "refused the credentials" in r.stderr, r.stderr
+        r = run_cli("lookup", table, "5", "--warehouse", warehouse.path, env=env)
+        assert r.returncode == 0 and '"v":"v5"' in r.stdout, r.stderr
+    finally:
+        assert svc.stop() == 0

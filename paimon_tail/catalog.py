@@ -30,6 +30,9 @@ class CatalogConfig:
         """Open the pypaimon catalog these options describe."""
         from pypaimon import CatalogFactory
 
+        from . import compat
+
+        compat.install()
         options = dict(self.options)
         metastore = options.setdefault("metastore", "filesystem")
         if metastore == "filesystem":
@@ -105,6 +108,9 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
     """
     from pypaimon.catalog.catalog_exception import DatabaseNotExistException, TableNotExistException
 
+    from . import compat
+
+    compat.install()
     split_identifier(identifier)
     if catalog is None:
         catalog = catalog_config(**kwargs)

@@ -63,3 +63,7 @@ class TableChanged(PaimonTailError):
 
 class ServiceError(PaimonTailError):
     """The query service is missing, unreachable or answered with an error."""
+
+
+class OutputClosed(Exception):
+    """The reader of our output went away (``| head``): stop quietly. Not an OSError, so click leaves it alone."""

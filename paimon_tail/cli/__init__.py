@@ -1,0 +1,50 @@
+"""The ``paimon-tail`` command: click commands only; each parses, calls the library and renders."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import __version__
+from .common import debug_enabled, error_boundary
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="paimon-tail")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """tail -f and point lookups for Apache Paimon tables.
+
+    \b
+    Exit codes: 0 ok, 1 runtime error (or a lookup key not found), 2 bad usage, 130 interrupted.
+    """
+    ctx.ensure_object(dict)["debug"] = debug
+
+
+def _register() -> None:
+    from .consumers import consumers_command
+    from .demo import demo_command
+    from .follow import follow_command
+
+    cli.add_command(follow_command)
+    cli.add_command(consumers_command)
+    cli.add_command(demo_command)
+    try:
+        from .service import lookup, serve, service
+    except ImportError:  # the query service is not there yet
+        return
+    cli.add_command(serve)
+    cli.add_command(lookup)
+    cli.add_command(service)
+
+
+_register()
+
+
+def main() -> None:
+    sys.exit(error_boundary(lambda: cli.main(standalone_mode=False), debug_enabled_any))
+
+
+def debug_enabled_any() -> bool:
+    return debug_enabled() or "--debug" in sys.argv[1:]

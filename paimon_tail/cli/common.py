@@ -1,0 +1,95 @@
+"""What every command shares: catalog options, the event loop, and the one error boundary."""
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import sys
+import traceback
+from typing import Any, Callable
+
+import click
+
+from ..catalog import CatalogConfig, catalog_config
+from ..errors import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, OutputClosed, PaimonTailError
+
+
+def catalog_options(f: Callable) -> Callable:
+    """--warehouse / -O key=value / --config FILE, merged into ``catalog`` (a CatalogConfig) for the command."""
+
+    @click.option("--warehouse", "-w", envvar="PAIMON_WAREHOUSE", metavar="PATH",
+                  help="Warehouse path or URI (env PAIMON_WAREHOUSE).")
+    @click.option("--catalog-option", "-O", "catalog_option", multiple=True, metavar="KEY=VALUE",
+                  help="Catalog option passed to pypaimon (repeatable), e.g. -O metastore=rest -O uri=...")
+    @click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+                  help="YAML catalog config, the same form as pypaimon's paimon.yaml.")
+    @functools.wraps(f)
+    def wrapper(*args: Any, warehouse: str | None, catalog_option: tuple, config_file: str | None,
+                **kwargs: Any) -> Any:
+        kwargs["catalog"] = catalog_config(warehouse, catalog_option, config_file)
+        return f(*args, **kwargs)
+
+    return wrapper
+
+
+def run(coro) -> Any:
+    """Run a coroutine on uvloop when it is installed; a closed stdout becomes ``OutputClosed``."""
+    try:
+        try:
+            import uvloop
+        except ImportError:  # pragma: no cover - Windows
+            return asyncio.run(coro)
+        return uvloop.run(coro)
+    except BrokenPipeError:
+        raise OutputClosed() from None
+
+
+def debug_enabled() -> bool:
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx else None
+    return bool(root and root.obj and root.obj.get("debug")) or os.environ.get("PAIMON_TAIL_DEBUG") == "1"
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so Python's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def error_boundary(main: Callable[[], Any], debug: Callable[[], bool]) -> int:
+    """Run the CLI; turn every failure into one line on stderr and a documented exit code."""
+    try:
+        main()
+        return 0
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.UsageError as e:
+        hint = f" (see: {e.ctx.command_path} --help)" if e.ctx else ""
+        click.echo(f"paimon-tail: {e.format_message()}{hint}", err=True)
+        return EXIT_USAGE
+    except click.exceptions.ClickException as e:
+        click.echo(f"paimon-tail: {e.format_message()}", err=True)
+        return e.exit_code
+    except PaimonTailError as e:
+        if debug():
+            traceback.print_exc()
+        click.echo(f"paimon-tail: {e}", err=True)
+        return e.exit_code
+    except (BrokenPipeError, OutputClosed):
+        _quiet_stdout()
+        return 0
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bug: say so in one line, with the traceback only under --debug
+        if debug():
+            traceback.print_exc()
+        text = str(e).strip().splitlines()
+        click.echo(f"paimon-tail: unexpected error: {type(e).__name__}: {text[0] if text else ''} "
+                   f"(rerun with --debug for the traceback)", err=True)
+        return EXIT_RUNTIME
+
+
+__all__ = ["CatalogConfig", "catalog_options", "error_boundary", "run"]

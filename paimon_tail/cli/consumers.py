@@ -1,0 +1,53 @@
+"""``paimon-tail consumers``: list, reset and delete the consumer positions of a table."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import click
+
+from ..catalog import CatalogConfig, open_table
+from ..errors import PaimonTailError, UsageError
+from ..stream import ConsumerStore
+from .common import catalog_options
+
+
+@click.command("consumers")
+@click.argument("table")
+@catalog_options
+@click.option("--reset", "reset_id", metavar="ID", help="Set consumer ID's position (with --to).")
+@click.option("--to", "to_snapshot", type=click.IntRange(min=1), metavar="N", help="Next snapshot for --reset.")
+@click.option("--delete", "delete_id", metavar="ID", help="Delete consumer ID.")
+@click.option("--json", "as_json", is_flag=True, help="List as JSON lines.")
+def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str], to_snapshot: Optional[int],
+                      delete_id: Optional[str], as_json: bool) -> None:
+    """List the consumers of TABLE (Paimon consumer files), or reset / delete one."""
+    if reset_id and to_snapshot is None:
+        raise UsageError("--reset needs --to N (the next snapshot the consumer will read)")
+    if to_snapshot is not None and not reset_id:
+        raise UsageError("--to goes with --reset ID")
+    store = ConsumerStore(open_table(table, catalog))
+    if reset_id:
+        store.set(ConsumerStore.validate_id(reset_id), to_snapshot)
+        click.echo(f"consumer {reset_id} will read from snapshot {to_snapshot}", err=True)
+        return
+    if delete_id:
+        if not store.delete(ConsumerStore.validate_id(delete_id)):
+            raise PaimonTailError(f"consumer {delete_id} does not exist")
+        click.echo(f"consumer {delete_id} deleted", err=True)
+        return
+    latest = store.table.snapshot_manager().get_latest_snapshot()
+    rows = [{"consumer": cid, "next_snapshot": nxt,
+             "behind": max(0, (latest.id if latest else 0) - nxt + 1)} for cid, nxt in store.all().items()]
+    if as_json or not sys.stdout.isatty():
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table("consumer", "next snapshot", "snapshots behind", title=f"{table} (latest {latest.id if latest else '-'})")
+    for row in rows:
+        t.add_row(row["consumer"], str(row["next_snapshot"]), str(row["behind"]))
+    Console().print(t if rows else "no consumers")

@@ -1,0 +1,102 @@
+"""``paimon-tail follow``: parse, open the table, follow, render."""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import click
+
+from ..catalog import CatalogConfig, open_table
+from ..errors import UsageError
+from ..output import choose_format, make_renderer
+from ..stream import FollowOptions, Follower
+from ..tail import tail
+from .common import catalog_options, run
+
+
+def parse_columns(text: Optional[str]) -> Optional[list]:
+    if not text:
+        return None
+    columns = [c.strip() for c in text.split(",") if c.strip()]
+    if not columns:
+        raise UsageError("--select needs at least one column")
+    return columns
+
+
+def parse_shard(text: Optional[str]) -> Optional[tuple]:
+    if not text:
+        return None
+    index, sep, count = text.partition("/")
+    try:
+        if not sep:
+            raise ValueError
+        return int(index), int(count)
+    except ValueError:
+        raise UsageError(f"bad --shard {text!r}: use I/N, e.g. 0/2") from None
+
+
+def parse_buckets(text: Optional[str]) -> Optional[list]:
+    if not text:
+        return None
+    try:
+        buckets = [int(b) for b in text.split(",") if b.strip()]
+    except ValueError:
+        raise UsageError(f"bad --buckets {text!r}: use comma-separated bucket numbers, e.g. 0,3") from None
+    if any(b < 0 for b in buckets):
+        raise UsageError(f"bad --buckets {text!r}: bucket numbers are >= 0")
+    return buckets
+
+
+def format_option(f):
+    f = click.option("--format", "-f", "fmt", default="auto", show_default=True,
+                     type=click.Choice(["auto", "jsonl", "table", "csv", "tsv", "arrow"]),
+                     help="auto = live table on a terminal, JSON lines when piped.")(f)
+    for flag, value, help_ in (("--nl", "jsonl", "JSON lines (like sqlite-utils --nl)."),
+                               ("--csv", "csv", "CSV with a header."), ("--tsv", "tsv", "Tab-separated."),
+                               ("--table", "table", "The live table, even when piped.")):
+        f = click.option(flag, "fmt", flag_value=value, help=help_)(f)
+    return f
+
+
+@click.command("follow")
+@click.argument("table")
+@catalog_options
+@click.option("--from", "start", default="latest-full", show_default=True, metavar="POSITION",
+              help="latest-full | latest | earliest | snapshot:N | snapshot-full:N | timestamp:T | -1h")
+@click.option("--until", metavar="POSITION", help="Stop after snapshot:N or timestamp:T.")
+@click.option("--exit-at-end", "-e", is_flag=True, help="Stop when caught up with the latest snapshot (kcat -e).")
+@click.option("--max-rows", "-n", type=click.IntRange(min=0), help="Stop after N rows.")
+@format_option
+@click.option("--select", "-s", metavar="COLS", help="Columns to output, comma-separated (pushed down).")
+@click.option("--where", metavar="EXPR", help="Filter, e.g. \"amount > 100 AND status = 'open'\" (pushed down).")
+@click.option("--row-kind", is_flag=True, help="Add _row_kind (+I/-U/+U/-D).")
+@click.option("--meta", is_flag=True, help="Add _snapshot_id, _commit_time, _bucket, _partition.")
+@click.option("--consumer-id", metavar="ID", help="Keep progress in Paimon's consumer file; resume on restart.")
+@click.option("--shard", metavar="I/N", help="Read the buckets b with b % N == I (parallel consumers).")
+@click.option("--buckets", metavar="LIST", help="Read only these buckets, e.g. 0,3.")
+@click.option("--catch-up", type=click.Choice(["replay", "diff"]), default="replay", show_default=True,
+              help="replay: a backlog snapshot by snapshot; diff: one plan of the added files (faster, folds history).")
+@click.option("--on-gap", type=click.Choice(["error", "skip"]), default="error", show_default=True,
+              help="When snapshots expire before they are read.")
+@click.option("--no-prefetch", is_flag=True, help="Plan the next snapshot only after the current one is written.")
+@click.option("--stats", "show_stats", is_flag=True, help="Print a status line to stderr every second.")
+@click.option("--read-threads", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Splits read at once.")
+def follow_command(table: str, catalog: CatalogConfig, start: str, until: Optional[str], exit_at_end: bool,
+                   max_rows: Optional[int], fmt: str, select: Optional[str], where: Optional[str], row_kind: bool,
+                   meta: bool, consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
+                   catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int) -> None:
+    """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f."""
+    options = FollowOptions(
+        start=start, until=until, exit_at_end=exit_at_end, select=parse_columns(select), where=where,
+        row_kind=row_kind, meta=meta, consumer_id=consumer_id, shard=parse_shard(shard),
+        buckets=parse_buckets(buckets), catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
+        read_workers=read_threads,
+    ).normalized()  # bad positions fail before the catalog is touched
+    fmt = choose_format(fmt, sys.stdout)
+    follower = Follower(open_table(table, catalog), options)
+    renderer = make_renderer(fmt, stats=follower.stats, title=table) if fmt == "table" else make_renderer(fmt)
+    if max_rows == 0:
+        renderer.close()
+        return
+    run(tail(follower, renderer, max_rows=max_rows, status=sys.stderr if show_stats else None))

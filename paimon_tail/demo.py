@@ -1,0 +1,127 @@
+"""The embedded demo: a local warehouse with live data, so a newcomer sees paimon-tail work in one command.
+
+``shop.orders`` is a primary-key table (4 fixed buckets) receiving new orders, updates and deletes (through
+Paimon's ``rowkind.field`` option, column ``op``); ``shop.events`` is an append table. A background writer
+commits to both every ``interval`` seconds.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import os
+import random
+import threading
+from typing import Optional
+
+import pyarrow as pa
+
+ORDERS = pa.schema([
+    pa.field("order_id", pa.int64(), nullable=False),
+    pa.field("customer", pa.string()),
+    pa.field("status", pa.string()),
+    pa.field("amount", pa.decimal128(10, 2)),
+    pa.field("updated_at", pa.timestamp("us")),
+    pa.field("op", pa.string()),
+])
+EVENTS = pa.schema([
+    pa.field("event_id", pa.int64()),
+    pa.field("order_id", pa.int64()),
+    pa.field("kind", pa.string()),
+    pa.field("at", pa.timestamp("us")),
+])
+CUSTOMERS = ["ada", "grace", "linus", "margaret", "dennis", "barbara", "ken", "frances"]
+STATUSES = ["placed", "paid", "packed", "shipped", "delivered"]
+
+
+def create_demo_tables(warehouse: str):
+    """Create the warehouse, database ``shop`` and both tables if missing; returns the catalog."""
+    from pypaimon import CatalogFactory, Schema
+
+    os.makedirs(warehouse, exist_ok=True)
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog.create_database("shop", True)
+    catalog.create_table("shop.orders", Schema.from_pyarrow_schema(
+        ORDERS, primary_keys=["order_id"], options={"bucket": "4", "rowkind.field": "op"},
+        comment="paimon-tail demo: orders with updates and deletes"), True)
+    catalog.create_table("shop.events", Schema.from_pyarrow_schema(
+        EVENTS, options={"bucket": "2", "bucket-key": "order_id"}, comment="paimon-tail demo: an append table"),
+        True)
+    return catalog
+
+
+class DemoWriter:
+    """Commits a few orders (inserts, updates, deletes) and events every ``interval`` seconds, in a thread."""
+
+    def __init__(self, warehouse: str, interval: float = 1.0, seed: Optional[int] = None) -> None:
+        catalog = create_demo_tables(warehouse)
+        self.orders = catalog.get_table("shop.orders")
+        self.events = catalog.get_table("shop.events")
+        self.interval = interval
+        self.random = random.Random(seed)
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.commits = 0
+        latest = self.orders.snapshot_manager().get_latest_snapshot()
+        self._next_order = 1 + (latest.total_record_count if latest else 0) * 2
+        self._next_event = self._next_order * 10
+        self._open: dict[int, int] = {}  # order_id -> status index
+
+    def _commit(self, table, data: pa.Table) -> None:
+        builder = table.new_batch_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        try:
+            write.write_arrow(data)
+            commit.commit(write.prepare_commit())
+        finally:
+            write.close()
+            commit.close()
+
+    def step(self) -> None:
+        """One round: a commit to each table."""
+        now = _dt.datetime.now()
+        r = self.random
+        orders, events = [], []
+        for _ in range(r.randint(2, 5)):
+            oid = self._next_order
+            self._next_order += 1
+            self._open[oid] = 0
+            orders.append({"order_id": oid, "customer": r.choice(CUSTOMERS), "status": STATUSES[0],
+                           "amount": decimal.Decimal(r.randint(500, 50000)) / 100, "updated_at": now, "op": "+I"})
+            events.append(("placed", oid))
+        for oid in r.sample(sorted(self._open), k=min(len(self._open), r.randint(1, 3))):
+            if any(o["order_id"] == oid for o in orders):
+                continue
+            self._open[oid] += 1
+            if self._open[oid] >= len(STATUSES) or r.random() < 0.08:
+                orders.append({"order_id": oid, "customer": None, "status": None, "amount": None,
+                               "updated_at": now, "op": "-D"})
+                events.append(("deleted", oid))
+                del self._open[oid]
+            else:
+                status = STATUSES[self._open[oid]]
+                orders.append({"order_id": oid, "customer": r.choice(CUSTOMERS), "status": status,
+                               "amount": decimal.Decimal(r.randint(500, 50000)) / 100, "updated_at": now,
+                               "op": "+U"})
+                events.append((status, oid))
+        rows = []
+        for kind, oid in events:
+            rows.append({"event_id": self._next_event, "order_id": oid, "kind": kind, "at": now})
+            self._next_event += 1
+        self._commit(self.orders, pa.Table.from_pylist(orders, schema=ORDERS))
+        self._commit(self.events, pa.Table.from_pylist(rows, schema=EVENTS))
+        self.commits += 1
+
+    def start(self) -> "DemoWriter":
+        def loop() -> None:
+            while not self._stop.is_set():
+                self.step()
+                self._stop.wait(self.interval)
+
+        self._thread = threading.Thread(target=loop, name="paimon-tail-demo-writer", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()

@@ -1,0 +1,116 @@
+"""The terminal view: a rich live table of the newest rows, with a status footer (and a catch-up progress bar).
+
+Only the rows that fit on the screen are turned into text; everything else stays in Arrow.
+"""
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any, Optional
+
+import pyarrow as pa
+from rich.console import Console, Group
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from .renderers import Renderer
+from .values import plain_rows, text
+
+
+class LiveTableRenderer(Renderer):
+    def __init__(self, stats: Any = None, title: str = "", console: Optional[Console] = None,
+                 max_rows: Optional[int] = None, auto_start: bool = True) -> None:
+        self.console = console or Console()
+        super().__init__(self.console.file)
+        self.stats = stats
+        self.title = title
+        self._max_rows = max_rows
+        self._rows: collections.deque = collections.deque(maxlen=self._capacity())
+        self._columns: list[str] = []
+        self._live = None
+        self.auto_start = auto_start
+
+    def _capacity(self) -> int:
+        if self._max_rows:
+            return self._max_rows
+        return max(3, self.console.size.height - 8)
+
+    def start(self) -> None:
+        from rich.live import Live
+
+        if self._live is None:
+            self._live = Live(get_renderable=self.render, console=self.console, refresh_per_second=8,
+                              transient=False, redirect_stdout=False, redirect_stderr=False)
+            self._live.start()
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self.auto_start:
+            self.start()
+        if batch.num_rows == 0:
+            return
+        names = batch.schema.names
+        if names != self._columns:
+            self._columns = list(names)
+            self._rows.clear()
+        tail = batch.slice(max(0, batch.num_rows - self._rows.maxlen))
+        for row in plain_rows(tail):
+            self._rows.append([text(row[c]) for c in names])
+        self.rows += batch.num_rows
+
+    def flush(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+            self._live.stop()
+            self._live = None
+
+    def render(self):
+        table = Table(title=self.title or None, expand=False, show_edge=True, header_style="bold cyan")
+        for name in self._columns or ["(waiting for rows)"]:
+            style = "magenta" if name.startswith("_") else None
+            table.add_column(name, style=style, overflow="ellipsis", no_wrap=True)
+        for row in self._rows:
+            kind = row[0] if self._columns and self._columns[0] == "_row_kind" else ""
+            style = {"-D": "red", "-U": "dim", "+U": "yellow"}.get(kind)
+            table.add_row(*row, style=style)
+        parts = [table, self._footer()]
+        bar = self._progress()
+        if bar is not None:
+            parts.append(bar)
+        return Group(*parts)
+
+    def _footer(self) -> Text:
+        s = self.stats
+        if s is None:
+            return Text(f"{self.rows:,} rows", style="dim")
+        if s.waiting_for_first_snapshot and s.snapshot_id is None:
+            return Text("waiting for the first snapshot of an empty table…", style="yellow")
+        state = "live" if s.caught_up else "catching up"
+        line = (f"snapshot {s.snapshot_id if s.snapshot_id is not None else '-'}"
+                f" · latest {s.latest_id if s.latest_id is not None else '-'}"
+                f" · lag {s.lag_snapshots} snapshots ({s.lag_seconds:.1f} s)"
+                f" · {s.rows:,} rows · {s.rows_per_second:,.0f} rows/s · {state}")
+        if s.mechanism:
+            line += f" · {s.mechanism}"
+        return Text(line, style="green" if s.caught_up else "yellow")
+
+    def _progress(self) -> Optional[ProgressBar]:
+        s = self.stats
+        if s is None or s.caught_up or s.latest_id is None or s.start_id is None:
+            return None
+        total = s.latest_id - s.start_id + 1
+        if total < 3:
+            return None
+        done = (s.snapshot_id or s.start_id - 1) - s.start_id + 1
+        return ProgressBar(total=total, completed=max(0, done), width=min(60, self.console.size.width))
+
+
+def status_line(stats: Any) -> str:
+    """The footer as one plain line, for ``--stats`` on stderr when piped."""
+    return (f"[paimon-tail {time.strftime('%H:%M:%S')}] snapshot {stats.snapshot_id} latest {stats.latest_id} "
+            f"lag {stats.lag_snapshots} ({stats.lag_seconds:.1f}s) rows {stats.rows} "
+            f"({stats.rows_per_second:.0f}/s){' live' if stats.caught_up else ''}")

@@ -1,0 +1,141 @@
+"""Renderers: Arrow batches → bytes on a stream. One class per format; ``make_renderer`` picks one.
+
+Every renderer writes whole rows and ``flush()`` pushes them to the OS, which is what the follower's consumer
+position waits for. A schema change mid-stream (the table evolved) is handled per format: JSON lines simply carry
+the new fields; CSV/TSV print a new header line; Arrow closes the IPC stream and starts a new one on the same
+pipe (read them with a loop over ``pa.ipc.open_stream`` until EOF, see docs/follow.md).
+"""
+from __future__ import annotations
+
+import sys
+from typing import BinaryIO, Optional
+
+import pyarrow as pa
+
+from ..errors import UsageError
+from .values import dumps, plain_rows, polars_can_write, to_polars
+
+FORMATS = ("auto", "jsonl", "table", "csv", "tsv", "arrow")
+
+
+def _polars_write(write, stream) -> None:
+    """polars reports a closed pipe as a plain OSError from Rust; make it the BrokenPipeError it is."""
+    try:
+        write(stream)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        if "Broken pipe" in str(e) or getattr(e, "errno", None) == 32:
+            raise BrokenPipeError(32, "Broken pipe") from None
+        raise
+
+
+class Renderer:
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.rows = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.flush()
+
+
+class JsonLinesRenderer(Renderer):
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if polars_can_write(batch.schema):
+            _polars_write(to_polars(batch).write_ndjson, self.stream)
+        else:
+            self.stream.write("".join(dumps(row) + "\n" for row in plain_rows(batch)).encode("utf-8"))
+        self.rows += batch.num_rows
+
+
+class DelimitedRenderer(Renderer):
+    def __init__(self, stream: BinaryIO, separator: str = ",") -> None:
+        super().__init__(stream)
+        self.separator = separator
+        self._schema: Optional[pa.Schema] = None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        header = self._schema is None or not batch.schema.equals(self._schema)
+        if batch.num_rows == 0 and not header:
+            return
+        self._schema = batch.schema
+        df = to_polars(batch, nested_as_json=True)
+        if not polars_can_write(batch.schema):
+            # maps (and oddly nested values): write each as JSON text through the Python path
+            import polars as pl
+
+            rows = plain_rows(batch)
+            df = df.with_columns([
+                pl.Series(f.name, [None if r[f.name] is None else dumps(r[f.name]) for r in rows], pl.String)
+                for f in batch.schema if pa.types.is_map(f.type)
+            ])
+        _polars_write(lambda out: df.write_csv(out, include_header=header, separator=self.separator), self.stream)
+        self.rows += batch.num_rows
+
+
+class ArrowStreamRenderer(Renderer):
+    def __init__(self, stream: BinaryIO) -> None:
+        super().__init__(stream)
+        self._writer: Optional[pa.ipc.RecordBatchStreamWriter] = None
+        self._schema: Optional[pa.Schema] = None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self._writer is not None and not batch.schema.equals(self._schema):
+            self._writer.close()  # end of stream marker; a new stream with the new schema follows
+            self._writer = None
+        if self._writer is None:
+            self._schema = batch.schema
+            self._writer = pa.ipc.new_stream(self.stream, batch.schema)
+        self._writer.write_batch(batch)
+        self.rows += batch.num_rows
+
+    def begin(self, schema: pa.Schema) -> None:
+        """Write the schema up front, so a reader can open the stream before the first row arrives."""
+        if self._writer is None:
+            self._schema = schema
+            self._writer = pa.ipc.new_stream(self.stream, schema)
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self.flush()
+
+
+def choose_format(fmt: str, stream) -> str:
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
+    if fmt != "auto":
+        return fmt
+    isatty = getattr(stream, "isatty", None)
+    return "table" if isatty is not None and isatty() else "jsonl"
+
+
+def make_renderer(fmt: str, stream: Optional[BinaryIO] = None, **table_options) -> Renderer:
+    """A renderer for ``fmt`` (after ``choose_format``) writing to ``stream`` (default: stdout's bytes)."""
+    stream = stream if stream is not None else sys.stdout.buffer
+    if fmt == "jsonl":
+        return JsonLinesRenderer(stream)
+    if fmt == "csv":
+        return DelimitedRenderer(stream, ",")
+    if fmt == "tsv":
+        return DelimitedRenderer(stream, "\t")
+    if fmt == "arrow":
+        return ArrowStreamRenderer(stream)
+    if fmt == "table":
+        from .live_table import LiveTableRenderer
+
+        return LiveTableRenderer(**table_options)
+    raise UsageError(f"unknown format {fmt!r}")
+
+
+__all__ = ["FORMATS", "Renderer", "choose_format", "make_renderer"]

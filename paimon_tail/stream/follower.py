@@ -381,6 +381,8 @@ class Follower:
                 planned: _Planned = item
                 pending: Optional[FollowBatch] = None
                 async for split, batch in self.reader.read(planned.splits):
+                    if planned.kind == "full" and self.options.row_kind:
+                        batch = _as_inserts(batch)
                     if self.options.meta:
                         batch = self._with_meta(batch, planned, split)
                     if pending is not None:
@@ -429,6 +431,13 @@ class Follower:
         finally:
             loop.run_until_complete(agen.aclose())
             loop.close()
+
+
+def _as_inserts(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A full read is the table's content, so every row is an insert (as in Paimon's Flink source), whatever
+    kind the merge left on the newest version of the row."""
+    kinds = pa.array(["+I"] * batch.num_rows, pa.string())
+    return pa.RecordBatch.from_arrays([kinds, *batch.columns[1:]], schema=batch.schema)
 
 
 def _meta_fields() -> list:

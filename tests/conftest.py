@@ -1,0 +1,118 @@
+"""Shared fixtures: real Paimon tables written with pypaimon into temporary warehouses, and the real CLI."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Iterable, List, Optional
+
+import pyarrow as pa
+import pytest
+
+APPEND = pa.schema([("id", pa.int64()), ("writer", pa.string()), ("n", pa.int32())])
+ORDERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("status", pa.string()),
+                    ("amount", pa.decimal128(10, 2)), ("op", pa.string())])
+
+
+class TestWarehouse:
+    """A temporary filesystem warehouse with database ``db``."""
+
+    __test__ = False
+
+    def __init__(self, path: str) -> None:
+        from pypaimon import CatalogFactory
+
+        self.path = path
+        self.catalog = CatalogFactory.create({"warehouse": path})
+        self.catalog.create_database("db", True)
+
+    def create(self, name: str, schema: pa.Schema = APPEND, primary_keys: Optional[list] = None,
+               partition_keys: Optional[list] = None, options: Optional[dict] = None):
+        from pypaimon import Schema
+
+        opts = dict(options or {})
+        if primary_keys and "op" in schema.names:
+            opts.setdefault("rowkind.field", "op")
+        if not primary_keys:
+            opts.setdefault("bucket", "-1")
+        self.catalog.create_table(f"db.{name}", Schema.from_pyarrow_schema(
+            schema, primary_keys=primary_keys or [], partition_keys=partition_keys or [], options=opts), False)
+        return self.table(name)
+
+    def table(self, name: str):
+        return self.catalog.get_table(f"db.{name}")
+
+    def commit(self, name: str, rows: List[dict], schema: Optional[pa.Schema] = None) -> int:
+        """One commit of ``rows``; returns the new snapshot id."""
+        from pypaimon.schema.data_types import PyarrowFieldParser
+
+        table = self.table(name)
+        schema = schema or PyarrowFieldParser.from_paimon_schema(table.fields)
+        builder = table.new_batch_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        try:
+            write.write_arrow(pa.Table.from_pylist(rows, schema=schema))
+            commit.commit(write.prepare_commit())
+        finally:
+            write.close()
+            commit.close()
+        return table.snapshot_manager().get_latest_snapshot().id
+
+    def latest(self, name: str) -> int:
+        snap = self.table(name).snapshot_manager().get_latest_snapshot()
+        return snap.id if snap else 0
+
+    def batch_rows(self, name: str) -> list:
+        table = self.table(name)
+        rb = table.new_read_builder()
+        return rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
+
+
+@pytest.fixture
+def wh(tmp_path) -> TestWarehouse:
+    return TestWarehouse(str(tmp_path / "warehouse"))
+
+
+def append_rows(commit_no: int, size: int = 10, writer: str = "w") -> list:
+    return [{"id": commit_no * 1000 + i, "writer": writer, "n": commit_no} for i in range(size)]
+
+
+class BackgroundWriter(threading.Thread):
+    """Commits ``commits`` batches to an append table from another thread, as a live writer would."""
+
+    def __init__(self, wh: TestWarehouse, name: str, commits: int, size: int = 10, pause: float = 0.0,
+                 first: int = 0) -> None:
+        super().__init__(daemon=True)
+        self.wh, self.name_, self.commits, self.size, self.pause, self.first = wh, name, commits, size, pause, first
+        self.ids: list = []
+        self.error: Optional[BaseException] = None
+
+    def run(self) -> None:
+        try:
+            for c in range(self.first, self.first + self.commits):
+                rows = append_rows(c, self.size)
+                self.wh.commit(self.name_, rows)
+                self.ids.extend(r["id"] for r in rows)
+                if self.pause:
+                    time.sleep(self.pause)
+        except BaseException as e:  # surfaced by the test
+            self.error = e
+
+
+CLI = [sys.executable, "-m", "paimon_tail"]
+
+
+def run_cli(args: Iterable[str], timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("PAIMON_WAREHOUSE", None)
+    env.update(kwargs.pop("env", {}))
+    return subprocess.run(CLI + list(args), capture_output=True, timeout=timeout, env=env, **kwargs)
+
+
+def start_cli(args: Iterable[str], **kwargs) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop("PAIMON_WAREHOUSE", None)
+    env.update(kwargs.pop("env", {}))
+    return subprocess.Popen(CLI + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, **kwargs)

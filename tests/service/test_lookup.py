@@ -28,7 +28,9 @@ def served(warehouse):
     warehouse.write("orders", _rows(range(3, N, 11), "gone", "-D"))
     warehouse.write("plain", [{"k": k, "v": f"p{k}", "op": "+I"} for k in range(500)])
     warehouse.write("plain", [{"k": k, "v": None, "op": "-D"} for k in range(0, 500, 5)])
-    svc = ServeProcess(warehouse.path, ["db.orders", "db.plain"]).wait_ready()
+    warehouse.create("pu", PLAIN_SCHEMA, primary_keys=["k"], bucket=2, merge_engine="partial-update")
+    warehouse.write("pu", [{"k": k, "v": f"a{k}", "op": "+I"} for k in range(300)])
+    svc = ServeProcess(warehouse.path, ["db.orders", "db.plain", "db.pu"]).wait_ready()
     yield svc
     assert svc.stop() == 0, svc.lines
     # A clean shutdown removes the registration.
@@ -120,7 +122,7 @@ def test_cli_status(warehouse, served):
     r = run_cli("service", "status", "db.orders", "--json", "--warehouse", warehouse.path)
     assert r.returncode == 0, r.stderr
     st = json.loads(r.stdout)
-    assert st["executors"] == 2 and sorted(st["tables"]) == ["db.orders", "db.plain"]
+    assert st["executors"] == 2 and sorted(st["tables"]) == ["db.orders", "db.plain", "db.pu"]
     assert all(e["alive"] for e in st["executor"])
     assert sum(e["buckets"] for e in st["executor"]) == 9  # 3 partitions x 3 buckets
     assert sum(e["keys"] for e in st["executor"]) == len(warehouse.batch_read("orders"))
@@ -136,3 +138,13 @@ def test_registration_file(warehouse, served):
     assert reg["format"] == "paimon-tail-lookup/1" and reg["addresses"][0].startswith("127.0.0.1:")
     assert reg["lease_ms"] > 0 and reg["heartbeat_ms"] > 0 and reg["auth"] == "none"
     assert not (d / "service-primary-key-lookup").exists()
+
+
+def test_partial_update_table_re_merges(warehouse, served):
+    # partial-update: a null does not overwrite; the executor re-merges changed buckets with pypaimon's merge read
+    sid = warehouse.write("pu", [{"k": k, "v": None if k % 2 else f"b{k}", "op": "+I"} for k in range(0, 300, 3)])
+    oracle = warehouse.batch_read("pu")
+    with LookupClient("db.pu", catalog_config(warehouse.path)) as c:
+        r = c.lookup_sync(list(range(310)), min_snapshot=sid)
+        assert {row["k"]: row for row in r.rows.to_pylist()} == {k[0]: v for k, v in oracle.items()}
+        assert c.get_sync(6)["v"] == "b6" and c.get_sync(4)["v"] == "a4"

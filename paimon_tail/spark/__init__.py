@@ -12,8 +12,11 @@ from __future__ import annotations
 _NEED = "the Spark data source needs PySpark 4: pip install 'paimon-tail[spark]'"
 
 
-def register(spark, *, filter_pushdown: bool = True):
-    """Register the ``paimon`` data source with ``spark`` (and enable Python filter pushdown for it)."""
+def register(spark, *, filter_pushdown: bool = True, parallelism: int | None = None):
+    """Register the ``paimon`` data source with ``spark`` (and enable Python filter pushdown for it).
+
+    ``parallelism`` (default: the session's default parallelism) is how many tasks small reads spread over.
+    """
     try:
         from .source import PaimonDataSource
     except ImportError as e:  # pragma: no cover
@@ -26,9 +29,14 @@ def register(spark, *, filter_pushdown: bool = True):
                 spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
             except Exception:  # pragma: no cover - PySpark 4.0 has no such conf
                 pass
-        source = PaimonDataSource
-    else:
-        source = type("PaimonDataSource", (PaimonDataSource,), {"_pushdown": False})
+    if parallelism is None:
+        try:
+            parallelism = int(spark.sparkContext.defaultParallelism)
+        except Exception:  # Spark Connect has no SparkContext
+            parallelism = 2
+    source = type("_RegisteredPaimonDataSource", (PaimonDataSource,), {
+        "_pushdown": filter_pushdown, "_parallelism": max(1, parallelism),
+    })
     spark.dataSource.register(source)
     return source
 

@@ -134,8 +134,14 @@ def split_bytes(split) -> int:
     return sum(int(getattr(f, "file_size", 0) or 0) for f in split.files)
 
 
-def pack(weights: Sequence[int], target: int) -> List[List[int]]:
-    """Indexes of consecutive items packed into groups of about ``target`` weight (Paimon's split packing)."""
+def pack(weights: Sequence[int], target: int, parallelism: int = 1, open_file_cost: int = 0) -> List[List[int]]:
+    """Indexes of consecutive items packed into groups of about ``target`` weight (Paimon's split packing).
+
+    Like Spark's file sources, the target shrinks so that small reads still spread over ``parallelism``
+    tasks: ``min(target, max(open_file_cost, total / parallelism))``.
+    """
+    if parallelism > 1 and weights:
+        target = min(target, max(open_file_cost, -(-sum(weights) // parallelism)))
     groups: List[List[int]] = []
     current: List[int] = []
     total = 0

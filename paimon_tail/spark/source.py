@@ -76,6 +76,7 @@ class PaimonDataSource(DataSource):
     """Apache Paimon tables through pypaimon."""
 
     _pushdown = True
+    _parallelism = 2  # set by register() to the session's default parallelism
 
     @classmethod
     def name(cls) -> str:
@@ -101,11 +102,15 @@ class PaimonDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         o = self._options()
         cls = PaimonBatchReader if (HAVE_FILTERS and o.filter_pushdown and self._pushdown) else PaimonPlainBatchReader
-        return cls(o, self._spec(o, schema, streaming=False), schema)
+        reader = cls(o, self._spec(o, schema, streaming=False), schema)
+        reader.parallelism = self._parallelism
+        return reader
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         o = self._options()
-        return PaimonStreamReader(o, self._spec(o, schema, streaming=True), schema)
+        reader = PaimonStreamReader(o, self._spec(o, schema, streaming=True), schema)
+        reader.parallelism = self._parallelism
+        return reader
 
     # -- writing -----------------------------------------------------------------------------------------
     def _prepare_write(self, schema: StructType) -> SourceOptions:
@@ -136,6 +141,7 @@ class PaimonPlainBatchReader(DataSourceReader):
         self.options = options
         self.spec = spec
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self.parallelism = 1
 
     def partitions(self):
         from .runtime import pack, serialize_split, split_weight
@@ -143,7 +149,8 @@ class PaimonPlainBatchReader(DataSourceReader):
         o = self.options
         table = get_table(o.catalog, o.table, fresh=True)
         splits = list(self.spec.builder(table).new_scan().plan().splits())
-        groups = pack([split_weight(s, o.open_file_cost) for s in splits], o.target_split_size)
+        groups = pack([split_weight(s, o.open_file_cost) for s in splits], o.target_split_size, self.parallelism,
+                      o.open_file_cost)
         schema_id = self.spec.table_for(table).table_schema.id
         return [
             PaimonInputPartition(SplitTask(o.catalog, o.table, schema_id, self.spec,
@@ -215,7 +222,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._planner is None:
             from .stream import StreamPlanner
 
-            self._planner = StreamPlanner(self.options, self.spec)
+            self._planner = StreamPlanner(self.options, self.spec, parallelism=getattr(self, "parallelism", 1))
         return self._planner
 
     def initialOffset(self) -> dict:

@@ -70,8 +70,9 @@ def _sort_key(split) -> tuple:
 class StreamPlanner:
     """Offsets → splits for one streaming query (lives in Spark's long-running driver-side Python process)."""
 
-    def __init__(self, options: SourceOptions, spec: ReadSpec, cache_size: int = 256) -> None:
+    def __init__(self, options: SourceOptions, spec: ReadSpec, cache_size: int = 256, parallelism: int = 1) -> None:
         self.options = options
+        self.parallelism = parallelism
         self.spec = spec
         self.table = get_table(options.catalog, options.table, fresh=True)
         self.schema_id = self.table.table_schema.id
@@ -208,7 +209,8 @@ class StreamPlanner:
 
     def tasks(self, start: dict, end: dict) -> List[SplitTask]:
         infos = self.plan(start, end)
-        groups = pack([i.weight for i in infos], self.options.target_split_size)
+        groups = pack([i.weight for i in infos], self.options.target_split_size, self.parallelism,
+                      self.options.open_file_cost)
         return [
             SplitTask(self.options.catalog, self.options.table, self.schema_id, self.spec, [infos[i].data for i in g])
             for g in groups

@@ -120,6 +120,13 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
     except DatabaseNotExistException:
         raise TableNotFound(f"database {identifier.split('.')[0]} does not exist") from None
     except TableNotExistException:
+        database = identifier.split(".")[0]
+        try:
+            cat.get_database(database)
+        except DatabaseNotExistException:
+            raise TableNotFound(f"database {database} does not exist") from None
+        except Exception:
+            pass
         raise TableNotFound(f"table {identifier} does not exist") from None
     except Exception as e:
         raise WarehouseError(f"cannot open table {identifier}: {_one_line(e)}") from e

@@ -62,8 +62,8 @@ def _quiet_stdout() -> None:
 def error_boundary(main: Callable[[], Any], debug: Callable[[], bool]) -> int:
     """Run the CLI; turn every failure into one line on stderr and a documented exit code."""
     try:
-        main()
-        return 0
+        code = main()  # click returns a command's exit code under standalone_mode=False
+        return code if isinstance(code, int) else 0
     except click.exceptions.Exit as e:
         return e.exit_code
     except click.exceptions.UsageError as e:

@@ -1,0 +1,212 @@
+"""The ``paimon-tail`` command as a user runs it: real processes, real pipes, real signals."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pytest
+
+from .conftest import ORDERS, append_rows, run_cli, start_cli
+
+
+@pytest.fixture
+def log(wh):
+    wh.create("log")
+    for c in range(5):
+        wh.commit("log", append_rows(c, 4))
+    return wh
+
+
+def ids_of(rows):
+    return sorted(r["id"] for r in rows)
+
+
+ALL_IDS = sorted(r["id"] for c in range(5) for r in append_rows(c, 4))
+
+
+def test_jsonl_round_trip(log):
+    out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-e"])
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.decode().splitlines()]
+    assert ids_of(rows) == ALL_IDS and set(rows[0]) == {"id", "writer", "n"}
+
+
+def test_arrow_round_trip(log):
+    out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-e", "-f", "arrow", "--meta"])
+    assert out.returncode == 0, out.stderr
+    table = pa.ipc.open_stream(io.BytesIO(out.stdout)).read_all()
+    assert sorted(table.column("id").to_pylist()) == ALL_IDS
+    assert table.schema.field("_commit_time").type == pa.timestamp("ms", tz="UTC")
+    empty = run_cli(["follow", "db.log", "-w", log.path, "--from", "latest", "-e", "-f", "arrow"])
+    assert pa.ipc.open_stream(io.BytesIO(empty.stdout)).read_all().num_rows == 0
+
+
+@pytest.mark.parametrize("flag, sep", [("--csv", ","), ("--tsv", "\t")])
+def test_csv_tsv(log, flag, sep):
+    out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-e", flag, "--select", "id,n"])
+    lines = out.stdout.decode().splitlines()
+    assert lines[0] == f"id{sep}n" and len(lines) == 21
+    assert sorted(int(line.split(sep)[0]) for line in lines[1:]) == ALL_IDS
+
+
+def test_types_map_faithfully_to_json(wh):
+    import datetime
+    import decimal
+
+    schema = pa.schema([("d", pa.decimal128(20, 4)), ("ts", pa.timestamp("us")), ("day", pa.date32()),
+                        ("b", pa.binary()), ("l", pa.list_(pa.int64())),
+                        ("big", pa.int64())])
+    wh.create("types", schema)
+    wh.commit("types", [{"d": decimal.Decimal("12345678901234.5678"), "ts": datetime.datetime(2026, 11, 1, 12, 0, 0, 1),
+                         "day": datetime.date(2026, 11, 1), "b": b"\x00\xff", "l": [1, 2], "big": 2**62}])
+    out = run_cli(["follow", "db.types", "-w", wh.path, "-e"])
+    row = json.loads(out.stdout)
+    assert row == {"d": "12345678901234.5678", "ts": "2026-11-01T12:00:00.000001", "day": "2026-11-01",
+                   "b": "AP8=", "l": [1, 2], "big": 2**62}
+
+
+def test_head_closes_pipe_quietly(log):
+    p = subprocess.run(f"{sys.executable} -m paimon_tail follow db.log -w {log.path} --from earliest | head -3",
+                       shell=True, capture_output=True, timeout=60, executable="/bin/bash")
+    assert len(p.stdout.splitlines()) == 3
+    assert p.stderr == b"", p.stderr  # no traceback, no message
+    p = subprocess.run(f"set -o pipefail; {sys.executable} -m paimon_tail follow db.log -w {log.path} "
+                       f"--from earliest | head -1", shell=True, capture_output=True, timeout=60,
+                       executable="/bin/bash")
+    assert p.returncode == 0
+
+
+def test_ctrl_c_exits_130_and_keeps_position(log):
+    p = start_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "--consumer-id", "me"])
+    time.sleep(3)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 130, err
+    assert b"Traceback" not in err
+    assert len(out.splitlines()) == 20
+    table_path = f"{log.path}/db.db/log"
+    assert json.load(open(f"{table_path}/consumer/consumer-me")) == {"nextSnapshot": 6}
+
+
+def test_max_rows_and_until(log):
+    out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-n", "7"])
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 7
+    out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "--until", "snapshot:2"])
+    assert sorted({json.loads(line)["n"] for line in out.stdout.splitlines()}) == [0, 1]
+
+
+def test_consumers_command(log):
+    assert run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-e", "--consumer-id", "a"]).returncode == 0
+    listing = run_cli(["consumers", "db.log", "-w", log.path])
+    assert json.loads(listing.stdout) == {"consumer": "a", "next_snapshot": 6, "behind": 0}
+    assert run_cli(["consumers", "db.log", "-w", log.path, "--reset", "a", "--to", "4"]).returncode == 0
+    out = run_cli(["follow", "db.log", "-w", log.path, "-e", "--consumer-id", "a"])
+    assert sorted({json.loads(line)["n"] for line in out.stdout.splitlines()}) == [3, 4]
+    assert run_cli(["consumers", "db.log", "-w", log.path, "--delete", "a"]).returncode == 0
+    gone = run_cli(["consumers", "db.log", "-w", log.path, "--delete", "a"])
+    assert gone.returncode == 1 and gone.stderr.decode().strip() == "paimon-tail: consumer a does not exist"
+
+
+BAD_INPUTS = [
+    (["follow", "db.nope"], 1, "table db.nope does not exist"),
+    (["follow", "nope.log"], 1, "database nope does not exist"),
+    (["follow", "justaname"], 2, "is not of the form DATABASE.TABLE"),
+    (["follow", "db.log", "--from", "yesterday"], 2, "bad start position"),
+    (["follow", "db.log", "--from", "snapshot:x"], 2, "bad --from snapshot"),
+    (["follow", "db.log", "--from", "timestamp:notatime"], 2, "bad timestamp"),
+    (["follow", "db.log", "--until", "forever"], 2, "bad end position"),
+    (["follow", "db.log", "--where", "n >>> 1"], 2, "bad --where"),
+    (["follow", "db.log", "--where", "nosuch = 1"], 2, "bad --where"),
+    (["follow", "db.log", "--select", "id,nosuch"], 2, "unknown column nosuch in --select"),
+    (["follow", "db.log", "--shard", "3/2"], 2, "bad shard"),
+    (["follow", "db.log", "--shard", "x"], 2, "bad --shard"),
+    (["follow", "db.log", "--buckets", "a,b"], 2, "bad --buckets"),
+    (["follow", "db.log", "--from", "snapshot:99", "-e"], 1, "snapshot 99 does not exist yet"),
+    (["follow", "db.log", "--consumer-id", "a/b", "-e"], 2, "bad consumer id"),
+    (["follow", "db.log", "-f", "xml"], 2, "Invalid value for '--format'"),
+    (["follow", "db.log", "--config", "/nonexistent.yaml"], 2, "config file /nonexistent.yaml not found"),
+    (["follow", "db.log", "-O", "novalue"], 2, "is not key=value"),
+    (["consumers", "db.log", "--reset", "a"], 2, "--reset needs --to"),
+    (["frobnicate"], 2, "No such command"),
+]
+
+
+@pytest.mark.parametrize("args, code, message", BAD_INPUTS, ids=[" ".join(a) for a, _, _ in BAD_INPUTS])
+def test_bad_input_is_one_line(log, args, code, message):
+    out = run_cli(args + ["-w", log.path] if args[0] != "frobnicate" else args)
+    err = out.stderr.decode()
+    assert out.returncode == code, err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_missing_warehouse_and_env(log, tmp_path):
+    out = run_cli(["follow", "db.log", "-w", str(tmp_path / "nowhere"), "-e"])
+    assert out.returncode == 1 and out.stderr.decode().strip() == \
+        f"paimon-tail: warehouse {tmp_path / 'nowhere'} does not exist"
+    out = run_cli(["follow", "db.log", "-e"])
+    assert out.returncode == 2 and "no warehouse given" in out.stderr.decode()
+    out = run_cli(["follow", "db.log", "-e", "--from", "earliest"], env={"PAIMON_WAREHOUSE": log.path})
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 20
+    cfg = tmp_path / "paimon.yaml"
+    cfg.write_text(f"warehouse: {log.path}\n")
+    out = run_cli(["follow", "db.log", "-e", "--from", "earliest", "--config", str(cfg)])
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 20
+    cfg.write_text("warehouse: [unclosed\n")
+    out = run_cli(["follow", "db.log", "-e", "--config", str(cfg)])
+    assert out.returncode == 2 and "is not valid YAML" in out.stderr.decode()
+
+
+def test_expired_snapshot_suggests_earliest(log):
+    snapdir = f"{log.path}/db.db/log/snapshot"
+    for n in (1, 2):
+        os.remove(f"{snapdir}/snapshot-{n}")
+    open(f"{snapdir}/EARLIEST", "w").write("3")
+    out = run_cli(["follow", "db.log", "-w", log.path, "--from", "snapshot:1", "-e"])
+    assert out.returncode == 1
+    assert out.stderr.decode().strip() == \
+        "paimon-tail: snapshot 1 has expired (earliest kept is 3) (use --from earliest)"
+
+
+def test_debug_shows_traceback(log):
+    out = run_cli(["--debug", "follow", "db.nope", "-w", log.path])
+    assert out.returncode == 1 and "Traceback" in out.stderr.decode()
+
+
+def test_consumer_resume_after_sigkill_loses_nothing(wh):
+    wh.create("log")
+    for c in range(30):
+        wh.commit("log", append_rows(c, 50))
+    expected = sorted(r["id"] for c in range(30) for r in append_rows(c, 50))
+    seen = []
+    for attempt in range(20):
+        p = start_cli(["follow", "db.log", "-w", wh.path, "--from", "earliest", "-e", "--consumer-id", "k",
+                       "--read-threads", "1"])
+        time.sleep(0.6 + 0.1 * (attempt % 5))
+        p.kill()
+        out, _ = p.communicate(timeout=20)
+        seen += [json.loads(line)["id"] for line in out.splitlines() if line.endswith(b"}")]
+    final = run_cli(["follow", "db.log", "-w", wh.path, "-e", "--consumer-id", "k"])
+    assert final.returncode == 0
+    seen += [json.loads(line)["id"] for line in final.stdout.splitlines()]
+    assert set(seen) == set(expected), "rows lost across SIGKILLs"
+
+
+def test_demo_runs_and_prints_next_steps(tmp_path):
+    out = run_cli(["demo", "-w", str(tmp_path / "demo"), "--duration", "3", "--interval", "0.3"], timeout=60)
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    tables = {r["_table"] for r in rows}
+    assert tables == {"shop.orders", "shop.events"}
+    kinds = {r["_row_kind"] for r in rows if r["_table"] == "shop.orders"}
+    assert "+I" in kinds and len(rows) > 10
+    assert "paimon-tail follow shop.orders" in out.stderr.decode()
+    follow = run_cli(["follow", "shop.orders", "-w", str(tmp_path / "demo"), "--from", "earliest", "-e",
+                      "--row-kind"])
+    assert {json.loads(line)["_row_kind"] for line in follow.stdout.splitlines()} >= {"+I", "+U"}

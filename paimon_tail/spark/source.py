@@ -132,7 +132,7 @@ class PaimonDataSource(DataSource):
 
         o = self._prepare_write(schema)
         options = {str(k).lower(): v for k, v in self.options.items()}
-        return PaimonStreamWriter(o, stream_commit_user(options, o.table, o.commit_user))
+        return PaimonStreamWriter(o, stream_commit_user(options, o.table, o.commit_user), schema)
 
 
 # -- batch read -------------------------------------------------------------------------------------------
@@ -307,15 +307,33 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         pass
 
 
+def _as_batches(iterator, arrow_schema: pa.Schema, size: int = 8192) -> Iterator[pa.RecordBatch]:
+    """Arrow batches from an Arrow writer's input, or from Rows (PySpark 4.0 has no streaming Arrow writer)."""
+    rows = []
+    for item in iterator:
+        if isinstance(item, pa.RecordBatch):
+            yield item
+            continue
+        rows.append(item.asDict(recursive=True))
+        if len(rows) >= size:
+            yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+            rows = []
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+
+
 class PaimonStreamWriter(_StreamWriterBase):
-    def __init__(self, options: SourceOptions, commit_user: str) -> None:
+    def __init__(self, options: SourceOptions, commit_user: str, schema: Optional[StructType] = None) -> None:
         self.options = options
         self.commit_user = commit_user
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC") if schema is not None else None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
         from .runtime import write_batches
 
         o = self.options
+        if self.arrow_schema is not None:
+            iterator = _as_batches(iterator, self.arrow_schema)
         messages, rows = write_batches(o.catalog, o.table, self.commit_user, iterator, False)
         return PaimonCommitMessage(messages, rows)
 

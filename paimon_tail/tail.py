@@ -29,6 +29,9 @@ async def tail(follower: Follower, renderer: Renderer, max_rows: Optional[int] =
                 print(status_line(follower.stats), file=status, flush=True)
 
         ticker = asyncio.create_task(tick())
+    start = getattr(renderer, "start", None)  # the live table shows its footer before the first row
+    if start is not None:
+        start()
     agen = follower.__aiter__()
     try:
         async for item in agen:

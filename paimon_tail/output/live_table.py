@@ -54,8 +54,9 @@ class LiveTableRenderer(Renderer):
             self._columns = list(names)
             self._rows.clear()
         tail = batch.slice(max(0, batch.num_rows - self._rows.maxlen))
+        times = {f.name for f in batch.schema if pa.types.is_timestamp(f.type)}
         for row in plain_rows(tail):
-            self._rows.append([text(row[c]) for c in names])
+            self._rows.append([_short_time(row[c]) if c in times else text(row[c]) for c in names])
         self.rows += batch.num_rows
 
     def flush(self) -> None:
@@ -72,7 +73,7 @@ class LiveTableRenderer(Renderer):
         table = Table(title=self.title or None, expand=False, show_edge=True, header_style="bold cyan")
         for name in self._columns or ["(waiting for rows)"]:
             style = "magenta" if name.startswith("_") else None
-            table.add_column(name, style=style, overflow="ellipsis", no_wrap=True)
+            table.add_column(name, style=style, overflow="ellipsis", no_wrap=True, min_width=min(len(name), 12))
         for row in self._rows:
             kind = row[0] if self._columns and self._columns[0] == "_row_kind" else ""
             style = {"-D": "red", "-U": "dim", "+U": "yellow"}.get(kind)
@@ -107,6 +108,15 @@ class LiveTableRenderer(Renderer):
             return None
         done = (s.snapshot_id or s.start_id - 1) - s.start_id + 1
         return ProgressBar(total=total, completed=max(0, done), width=min(60, self.console.size.width))
+
+
+def _short_time(value: Any) -> str:
+    """'2026-11-22T05:59:43.214000+00:00' → '2026-11-22 05:59:43.214' (the cell, not the data: JSON keeps it all)."""
+    if not isinstance(value, str) or len(value) < 19:
+        return text(value)
+    head, frac = value[:19].replace("T", " "), value[19:]
+    digits = frac[1:].split("+")[0].split("-")[0] if frac.startswith(".") else ""
+    return head + (f".{digits[:3]}" if digits else "")
 
 
 def status_line(stats: Any) -> str:

@@ -259,12 +259,16 @@ def test_admission_control_consumer_advances_per_batch(spark, wh, tmp_path):
 # -- writing ------------------------------------------------------------------------------------------------
 def test_batch_write_append_and_overwrite(spark, wh):
     df = spark.range(100).selectExpr("id", "case when id % 2 = 0 then 'eu' else 'us' end region",
-                                     "cast(id as double) / 4 amount").repartition(3)
+                                     "cast(id as double) / 4 amount",
+                                     "timestamp_seconds(1700000000 + id) ts").repartition(3)
     df.write.format("paimon").option("warehouse", wh).mode("append").save("db.app_w")
     df.write.format("paimon").option("warehouse", wh).mode("append").save("db.app_w")
     table = open_table("db.app_w", warehouse=wh)
     rows = _pypaimon_rows(table)
     assert len(rows) == 200 and Counter(r["id"] for r in rows) == Counter({i: 2 for i in range(100)})
+    assert {r["ts"].timestamp() for r in rows} == {1700000000.0 + i for i in range(100)}
+    back = _read(spark, wh).load("db.app_w").where("id = 5").select("ts").collect()
+    assert [r.ts.timestamp() for r in back] == [1700000005.0] * 2
     assert len(table.snapshot_manager().list_snapshots()) == 2  # one commit per Spark job
     df.limit(10).write.format("paimon").option("warehouse", wh).mode("overwrite").save("db.app_w")
     assert len(_pypaimon_rows(open_table("db.app_w", warehouse=wh))) == 10

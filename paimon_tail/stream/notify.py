@@ -25,10 +25,16 @@ _IN_CLOEXEC = 0o2000000
 class ChangeNotifier:
     """``await notifier.wait()`` returns when something may have changed, or after a timeout."""
 
-    def __init__(self, min_interval: float = 0.005, max_interval: float = 0.5) -> None:
+    def __init__(self, min_interval: float = 0.005, max_interval: float = 0.5,
+                 upgrade_path: Optional[str] = None) -> None:
         self.min_interval = min_interval
         self.max_interval = max_interval
         self._interval = min_interval
+        # A local directory that did not exist yet: once it does, inotify can take over.
+        self.upgrade_path = upgrade_path
+
+    def upgradeable(self) -> bool:
+        return self.upgrade_path is not None and os.path.isdir(self.upgrade_path)
 
     @property
     def mechanism(self) -> str:
@@ -121,7 +127,9 @@ def notifier_for(directory: str, poll_max_interval: float = 0.5) -> ChangeNotifi
     """
     local = directory[len("file://"):] if directory.startswith("file://") else directory
     if "://" not in local:
-        fd = _inotify_fd(local) if os.path.isdir(local) else None
+        if not os.path.isdir(local):
+            return ChangeNotifier(max_interval=poll_max_interval, upgrade_path=local)
+        fd = _inotify_fd(local)
         if fd is not None:
             return InotifyNotifier(fd)
     return ChangeNotifier(max_interval=poll_max_interval)

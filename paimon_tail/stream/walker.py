@@ -1,8 +1,7 @@
-"""Snapshot by snapshot, for consumers that want snapshots rather than rows (the query service's scanner).
+"""Snapshot by snapshot: the walking half of the streaming core, under the follower and the query service's scanner.
 
-The same machinery as ``Follower``'s planning loop — ``SnapshotPlanner`` lookahead (snapshots fetched in
-parallel), the change notifier (inotify on local warehouses, adaptive polling elsewhere), gap detection — without
-reading rows:
+``SnapshotPlanner`` lookahead (snapshots fetched in parallel), the change notifier (inotify on local warehouses,
+adaptive polling elsewhere) and gap detection, without reading rows:
 
     walker = SnapshotWalker(planner)
     async for snapshot in walker.walk(start_id):
@@ -21,6 +20,8 @@ from .planner import SnapshotPlanner
 
 
 class SnapshotWalker:
+    """Create it inside the running event loop (it owns an ``asyncio.Event``)."""
+
     def __init__(self, planner: SnapshotPlanner, poll_max_interval: float = 0.5) -> None:
         self.planner = planner
         self.poll_max_interval = poll_max_interval
@@ -33,7 +34,7 @@ class SnapshotWalker:
 
     async def wait(self) -> None:
         """Until the table may have changed, ``wake()`` is called, or the notifier's re-check interval passes."""
-        if self._notifier is None or self._notifier.mechanism == "poll":
+        if self._notifier is None or self._notifier.upgradeable():
             if self._notifier is not None:
                 self._notifier.close()
             self._notifier = notifier_for(self.planner.snapshots.snapshot_dir, self.poll_max_interval)
@@ -77,6 +78,10 @@ class SnapshotWalker:
             for snap in snaps:
                 yield snap
                 next_id = snap.id + 1
+
+    @property
+    def mechanism(self) -> str:
+        return self._notifier.mechanism if self._notifier is not None else ""
 
     def close(self) -> None:
         if self._notifier is not None:

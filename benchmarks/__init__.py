@@ -1,0 +1,1 @@
+"""paimon-tail benchmarks: ``python -m benchmarks <name> [--size tiny|full]`` (see docs/performance.md)."""

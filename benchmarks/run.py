@@ -1,0 +1,81 @@
+"""One entry point for every benchmark:
+
+    python -m benchmarks all --size tiny        # every benchmark in seconds (CI)
+    python -m benchmarks all --size full        # the documented full run (docs/performance.md)
+    python -m benchmarks latency|catchup|stall|memory [--size tiny|full]
+    python -m benchmarks lookup|spark [-- extra args]   # colleagues' scripts (benchmarks/lookup.py, spark_bench.py)
+
+Figures are ratios to a baseline measured in the same run; results go to benchmarks/results/<name>-<size>-*.json
+and a table is printed. Exits non-zero only when a benchmark fails to run (missing or wrong rows), not when a
+target is missed, unless --strict.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # `python benchmarks/run.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    __package__ = "benchmarks"
+
+from benchmarks import catchup, latency, memory, stall  # noqa: E402
+from benchmarks.common import ROOT, SIZES, machine, print_table, save  # noqa: E402
+
+BENCHES = ("latency", "catchup", "stall", "memory")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("name", choices=BENCHES + ("all", "lookup", "spark"))
+    ap.add_argument("--size", choices=tuple(SIZES), default="tiny")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("extra", nargs="*", help="arguments passed to lookup/spark")
+    args = ap.parse_args(argv)
+    size = SIZES[args.size]
+
+    if args.name in ("lookup", "spark"):
+        script = ROOT / "benchmarks" / ("lookup.py" if args.name == "lookup" else "spark_bench.py")
+        extra = list(args.extra)
+        if args.name == "lookup" and args.size == "tiny" and not extra:
+            extra = ["--rows", "20000"]
+        return subprocess.call([sys.executable, str(script), *extra])
+
+    names = BENCHES if args.name == "all" else (args.name,)
+    info = machine()
+    log(f"machine: {info['cpus']} CPUs ({info['cpu']}), {info['memory']}, load {info['loadavg_start']:.2f}; "
+        f"size {size.name}")
+    all_rows, details = [], {}
+    t0 = time.perf_counter()
+    for name in names:
+        log(f"[{name}]")
+        if name == "latency":
+            rows, det = latency.run(size, log)
+        elif name == "catchup":
+            rows, det = catchup.run(size, log)
+        elif name == "stall":
+            rows, det = stall.run(size, log)
+        else:
+            naive = details.get("catchup", {}).get("naive pypaimon loop")
+            rows, det = memory.run(size, log, naive=naive)
+        all_rows += rows
+        details[name] = det
+    path = save(args.name, size, all_rows, details, info)
+    print()
+    print(f"paimon-tail benchmarks, size {size.name}: {info['cpus']} CPUs, {info['memory']}, "
+          f"load average {info['loadavg_start']:.1f}, {time.perf_counter() - t0:.0f}s")
+    print_table(all_rows)
+    print(f"results: {path.relative_to(ROOT)}")
+    missed = [r for r in all_rows if r.ok is False]
+    return 1 if args.strict and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

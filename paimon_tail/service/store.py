@@ -26,15 +26,37 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 ROW_KIND = "_row_kind"
+BATCH_ROWS = 1 << 20  # rows per record batch in a base file (memory while building is bounded by this)
+BATCH_BYTES = 128 << 20
 _RETRACT = ("-D", "-U")
 
 
-def key_hashes(keys: pa.Table) -> np.ndarray:
-    """Deterministic 64-bit hash of each row of ``keys`` (same result in every process)."""
-    import polars as pl
+_SIGN = np.uint64(1 << 63)
 
+
+def exact_hash(schema: pa.Schema) -> bool:
+    """One integer key column: the "hash" is the value itself (order-preserving), equal hash means equal key."""
+    return len(schema) == 1 and pa.types.is_integer(schema.field(0).type)
+
+
+def key_hashes(keys: pa.Table) -> np.ndarray:
+    """Deterministic 64-bit hash of each row of ``keys`` (same result in every process).
+
+    A single integer column maps to its value with the sign bit flipped (sorted hashes = sorted keys: lookups of
+    nearby keys touch nearby pages, and no key comparison is needed); other keys use polars' ``hash_rows``.
+    """
     if keys.num_rows == 0:
         return np.empty(0, dtype=np.uint64)
+    if exact_hash(keys.schema):
+        col = keys.column(0)
+        if col.num_chunks != 1:
+            col = col.combine_chunks()
+        else:
+            col = col.chunk(0)
+        v = np.asarray(col.to_numpy(zero_copy_only=False))
+        return v.astype(np.int64, copy=False).view(np.uint64) ^ _SIGN
+    import polars as pl
+
     df = pl.from_arrow(keys, rechunk=False)
     if isinstance(df, pl.Series):
         df = df.to_frame()
@@ -63,35 +85,82 @@ class Segment:
         self.positions = positions
         self.deleted = deleted
         self.files = list(files)
+        # Arrow's take on a chunked table concatenates the chunks first (a copy of the whole column per lookup):
+        # take from the one record batch that holds each row instead.
+        self.batches = table.to_batches()
+        sizes = np.asarray([b.num_rows for b in self.batches], dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(sizes)]) if len(sizes) else np.zeros(1, np.int64)
+
+    def take(self, rows: np.ndarray, columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """Rows at positions ``rows`` (in that order), only ``columns`` if given."""
+        batches = self.batches
+        if columns is not None:
+            batches = [b.select(list(columns)) for b in batches]
+        if len(batches) == 1:
+            return pa.Table.from_batches([batches[0].take(pa.array(rows))])
+        if not batches:
+            return self.table.select(list(columns)) if columns is not None else self.table
+        chunk = np.searchsorted(self.starts, rows, side="right") - 1
+        first = chunk[0] if len(chunk) else 0
+        if len(chunk) == 0 or np.all(chunk == first):
+            return pa.Table.from_batches([batches[first].take(pa.array(rows - self.starts[first]))])
+        order = np.argsort(chunk, kind="stable")
+        sorted_chunk = chunk[order]
+        bounds = np.flatnonzero(np.diff(sorted_chunk)) + 1
+        parts = []
+        for grp in np.split(order, bounds):
+            c = int(chunk[grp[0]])
+            parts.append(batches[c].take(pa.array(rows[grp] - self.starts[c])))
+        merged = pa.Table.from_batches(parts).combine_chunks()
+        inverse = np.empty(len(order), dtype=np.int64)
+        inverse[order] = np.arange(len(order))
+        return merged.take(pa.array(inverse))
 
     @property
     def num_rows(self) -> int:
         return self.table.num_rows
 
-    def probe(self, h: np.ndarray, keys: pa.Table, key_names: Sequence[str]):
-        """Return (request indices matched, row positions) for keys found in this segment."""
-        if self.table.num_rows == 0 or len(h) == 0:
+    def probe(self, h: np.ndarray, keys: pa.Table, key_names: Sequence[str], exact: bool = False):
+        """Return (request indices matched, row positions) for keys found in this segment.
+
+        One vectorised binary search for the whole batch (queries sorted first when there are many: neighbouring
+        probes share cache lines and pages), then an exact comparison of the key columns of the candidates
+        (skipped when the hash is the key itself).
+        """
+        m = len(self.hashes)
+        if m == 0 or len(h) == 0:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        left = np.searchsorted(self.hashes, h, side="left")
-        right = np.searchsorted(self.hashes, h, side="right")
-        count = right - left
-        req = np.nonzero(count > 0)[0]
+        if len(h) > 64:
+            order = np.argsort(h, kind="stable")
+            left = np.empty(len(h), dtype=np.int64)
+            left[order] = np.searchsorted(self.hashes, h[order], side="left")
+        else:
+            left = np.searchsorted(self.hashes, h, side="left")
+        hit = np.asarray(self.hashes[np.minimum(left, m - 1)]) == h
+        hit &= left < m
+        req = np.nonzero(hit)[0]
         if len(req) == 0:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         rows = np.asarray(self.positions[left[req]], dtype=np.int64)
-        ok = _keys_equal(self.table.select(key_names).take(pa.array(rows)), keys.take(pa.array(req)))
+        if exact:
+            return req.astype(np.int64), rows
+        candidates = self.take(rows, key_names)
+        ok = _keys_equal(candidates, keys if len(req) == len(h) else keys.take(pa.array(req)))
+        if ok.all():
+            return req.astype(np.int64), rows
         matched_req = list(req[ok])
         matched_rows = list(rows[ok])
         # Hash collisions (several rows with one hash, the first not equal): check the others one by one.
-        for i in np.nonzero((~ok) & (count[req] > 1))[0]:
-            r = req[i]
+        for r in req[~ok].tolist():
             key = keys.slice(int(r), 1)
-            for j in range(int(left[r]) + 1, int(right[r])):
+            j = int(left[r]) + 1
+            while j < m and self.hashes[j] == h[r]:
                 row = int(self.positions[j])
-                if _keys_equal(self.table.select(key_names).slice(row, 1), key)[0]:
+                if _keys_equal(self.take(np.asarray([row]), key_names), key)[0]:
                     matched_req.append(r)
                     matched_rows.append(row)
                     break
+                j += 1
         return np.asarray(matched_req, dtype=np.int64), np.asarray(matched_rows, dtype=np.int64)
 
 
@@ -111,6 +180,7 @@ class BucketStore:
         self.base = base
         self.overlays = list(overlays)
         self.rows = base.num_rows if rows is None else rows
+        self.exact = exact_hash(pa.schema([schema.field(k) for k in self.key_names]))
 
     # -- building -----------------------------------------------------------------------------------------
     @classmethod
@@ -122,8 +192,22 @@ class BucketStore:
         path = os.path.join(directory, f"base-{gen}.arrow")
         hashes: List[np.ndarray] = []
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        pending: List[pa.RecordBatch] = []
+        pending_bytes = 0
         with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
             os.close(fd)
+
+            def flush() -> None:
+                nonlocal pending_bytes
+                if not pending:
+                    return
+                table = pa.Table.from_batches(pending, schema).combine_chunks()
+                pending.clear()
+                pending_bytes = 0
+                for big in table.to_batches():
+                    writer.write_batch(big)
+                hashes.append(key_hashes(table.select(key_names)))
+
             for batch in batches:
                 if batch.num_rows == 0:
                     continue
@@ -131,8 +215,12 @@ class BucketStore:
                     batch = batch.drop_columns([ROW_KIND])
                 if batch.schema != schema:
                     batch = pa.Table.from_batches([batch]).cast(schema).combine_chunks().to_batches()[0]
-                writer.write_batch(batch)
-                hashes.append(key_hashes(pa.Table.from_batches([batch]).select(key_names)))
+                # Few, large record batches (bounded: BATCH_ROWS / BATCH_BYTES), so a lookup takes from one.
+                pending.append(batch)
+                pending_bytes += batch.nbytes
+                if sum(b.num_rows for b in pending) >= BATCH_ROWS or pending_bytes >= BATCH_BYTES:
+                    flush()
+            flush()
         all_hashes = np.concatenate(hashes) if hashes else np.empty(0, np.uint64)
         sorted_hashes, positions = _index(all_hashes)
         del all_hashes
@@ -197,8 +285,8 @@ class BucketStore:
         for seg in list(reversed(self.overlays)) + [self.base]:
             if len(remaining) == 0:
                 break
-            sub_keys = keys if len(remaining) == len(h) else keys.take(pa.array(remaining))
-            req, rows = seg.probe(h[remaining], sub_keys, self.key_names)
+            sub_keys = keys if len(remaining) == len(h) or self.exact else keys.take(pa.array(remaining))
+            req, rows = seg.probe(h[remaining], sub_keys, self.key_names, self.exact)
             if len(req):
                 out.append((seg, remaining[req], rows))
                 mask = np.ones(len(remaining), dtype=bool)
@@ -219,9 +307,8 @@ class BucketStore:
                 req, rows = req[alive], rows[alive]
             if len(req) == 0:
                 continue
-            table = seg.table if columns is None else seg.table.select(list(columns))
             reqs.append(req)
-            parts.append(table.take(pa.array(rows)))
+            parts.append(seg.take(rows, columns))
         if not reqs:
             return np.empty(0, np.int64), None
         req = np.concatenate(reqs)

@@ -137,6 +137,12 @@ def _one_line(e: BaseException) -> str:
     return text[0] if text else type(e).__name__
 
 
+def table_name(table) -> str:
+    """``db.table`` for a pypaimon table (its ``identifier`` prints as ``Identifier(database=…)``)."""
+    ident = table.identifier
+    return ident.get_full_name() if hasattr(ident, "get_full_name") else str(ident)
+
+
 def reload_table(table):
     """The same table with its latest schema (after schema evolution); raises if the table is gone."""
     from pypaimon.schema.schema_manager import SchemaManager
@@ -146,7 +152,7 @@ def reload_table(table):
     try:
         schema = SchemaManager(table.file_io, table.table_path).latest()
     except Exception as e:
-        raise TableChanged(f"table {table.identifier} cannot be reloaded: {_one_line(e)}") from e
+        raise TableChanged(f"table {table_name(table)} cannot be reloaded: {_one_line(e)}") from e
     if schema is None:
-        raise TableChanged(f"table {table.identifier} was dropped while being followed")
+        raise TableChanged(f"table {table_name(table)} was dropped while being followed")
     return type(table)(table.file_io, table.identifier, table.table_path, schema, table.catalog_environment)

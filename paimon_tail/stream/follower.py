@@ -22,10 +22,10 @@ import pyarrow as pa
 from ..errors import PaimonTailError, SnapshotExpired, SnapshotGap, TableChanged, UsageError
 from ..catalog import table_name
 from .consumer import ConsumerStore
-from .notify import ChangeNotifier, notifier_for
 from .planner import SnapshotPlanner
 from .positions import EndPosition, ResolvedStart, StartPosition, parse_end, parse_start, resolve_start
 from .reader import SplitReader
+from .walker import SnapshotWalker
 
 META_COLUMNS = ("_snapshot_id", "_commit_time", "_bucket", "_partition")
 
@@ -143,7 +143,7 @@ class Follower:
         if self.consumers:
             ConsumerStore.validate_id(self.options.consumer_id)
         self._setup(table)
-        self._notifier: Optional[ChangeNotifier] = None
+        self._walker: Optional[SnapshotWalker] = None
 
     # -- set-up -------------------------------------------------------------------------------------------
     def _bucket_filter(self) -> Optional[Callable[[int], bool]]:
@@ -206,13 +206,16 @@ class Follower:
         return pa.schema(fields)
 
     # -- planning -----------------------------------------------------------------------------------------
+    def _walker_for_loop(self) -> SnapshotWalker:
+        if self._walker is None:
+            self._walker = SnapshotWalker(self.planner, self.options.poll_max_interval)
+        self._walker.planner = self.planner  # rebuilt when the schema evolves
+        return self._walker
+
     async def _wait(self) -> None:
-        if self._notifier is None or (self._notifier.mechanism == "poll" and not self.stats.waiting_for_first_snapshot):
-            if self._notifier is not None:
-                self._notifier.close()
-            self._notifier = notifier_for(self.planner.snapshots.snapshot_dir, self.options.poll_max_interval)
-            self.stats.mechanism = self._notifier.mechanism
-        await self._notifier.wait()
+        walker = self._walker_for_loop()
+        await walker.wait()
+        self.stats.mechanism = walker.mechanism
         await self._check_not_dropped()
 
     async def _resolve(self) -> ResolvedStart:
@@ -293,27 +296,28 @@ class Follower:
             next_id = resolved.next_snapshot_id
             if o.catch_up == "diff":
                 next_id = await self._diff_catch_up(next_id, out)
+            walker = self._walker_for_loop()
             while True:
                 if self._end_reached(next_id):
                     break
-                snaps = await asyncio.to_thread(self.planner.lookahead_snapshots, next_id)
+                try:
+                    snaps = await walker.poll(next_id)
+                except SnapshotGap as gap:
+                    if o.on_gap != "skip":
+                        raise
+                    self.stats.gaps.append((gap.first_missing, gap.next_available))
+                    next_id = gap.next_available
+                    continue
                 if not snaps:
-                    latest = await asyncio.to_thread(self.planner.latest)
-                    if latest is not None:
-                        self.stats.latest_id, self.stats.latest_time_ms = latest.id, latest.time_millis
-                    if latest is not None and latest.id >= next_id:
-                        next_id = await self._gap(next_id, out)
-                        continue
                     if o.exit_at_end:
                         break
+                    self.stats.latest_id = walker.latest_id
                     self.stats.caught_up = out.empty()
                     await self._wait()
                     continue
                 self.stats.caught_up = False
-                if self._notifier is not None:
-                    self._notifier.activity()
                 last = snaps[-1]
-                if self.stats.latest_id is None or last.id > self.stats.latest_id:
+                if self.stats.latest_id is None or last.id >= self.stats.latest_id:
                     self.stats.latest_id, self.stats.latest_time_ms = last.id, last.time_millis
                 stop = False
                 for snap in snaps:
@@ -335,17 +339,6 @@ class Follower:
             if isinstance(e, asyncio.CancelledError):
                 raise
             await out.put(e)
-
-    async def _gap(self, next_id: int, out: asyncio.Queue) -> int:
-        earliest = await asyncio.to_thread(self.planner.earliest_id)
-        if earliest is None or earliest <= next_id:
-            # Snapshot next_id is not visible yet though a later one is: a commit in flight. Look again.
-            await asyncio.sleep(0.001)
-            return next_id
-        if self.options.on_gap == "skip":
-            self.stats.gaps.append((next_id, earliest))
-            return earliest
-        raise SnapshotGap(next_id, earliest)
 
     async def _diff_catch_up(self, next_id: int, out: asyncio.Queue) -> int:
         latest = await asyncio.to_thread(self.planner.latest)
@@ -424,9 +417,9 @@ class Follower:
 
     def close(self) -> None:
         self.reader.close()
-        if self._notifier is not None:
-            self._notifier.close()
-            self._notifier = None
+        if self._walker is not None:
+            self._walker.close()
+            self._walker = None
 
     def iter_sync(self) -> Iterator[FollowBatch]:
         """Blocking iteration for code that is not async (runs its own event loop)."""

@@ -30,10 +30,8 @@ def _register() -> None:
     cli.add_command(follow_command)
     cli.add_command(consumers_command)
     cli.add_command(demo_command)
-    try:
-        from .service import lookup, serve, service
-    except ImportError:  # the query service is not there yet
-        return
+    from .service import lookup, serve, service
+
     cli.add_command(serve)
     cli.add_command(lookup)
     cli.add_command(service)

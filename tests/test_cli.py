@@ -12,7 +12,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from .conftest import ORDERS, append_rows, run_cli, start_cli
+from .conftest import append_rows, run_cli, start_cli
 
 
 @pytest.fixture

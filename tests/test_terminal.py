@@ -1,9 +1,7 @@
 """The live table as a person sees it: ``follow`` in a real pseudo-terminal, screen read back with pyte-less parsing."""
 from __future__ import annotations
 
-import re
 import sys
-import time
 
 import pytest
 

@@ -2,29 +2,16 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import time
-from typing import Optional
 
 import click
 
-from ..errors import EXIT_RUNTIME, PaimonTailError, UsageError
+from ..errors import EXIT_RUNTIME, UsageError
 
-try:
-    from .common import catalog_options, run
-except ImportError:  # pragma: no cover - before cli/common.py existed
-    catalog_options = None
-    run = None
-
-
-def _run(coro):
-    if run is not None:
-        return run(coro)
-    import uvloop
-
-    return uvloop.run(coro)
+from ..output import choose_format, make_renderer
+from .common import catalog_options, run
 
 
 def _security_options(f):
@@ -103,7 +90,7 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, max_batch_ke
         finally:
             await service.stop()
 
-    _run(main())
+    run(main())
 
 
 # ------------------------------------------------------------------------------------------------------ lookup
@@ -158,7 +145,7 @@ def lookup(table, keys, catalog, keys_from, select, fmt, missing, min_snapshot, 
         finally:
             await client.close()
 
-    result = _run(main())
+    result = run(main())
     _render(result, fmt, missing, client.parser.names)
     if result.missing:
         sys.stdout.flush()
@@ -170,11 +157,7 @@ def _render(result, fmt: str, missing: str, key_names) -> None:
     import pyarrow as pa
 
     rows = result.rows
-    try:
-        from ..output import choose_format, make_renderer
-    except ImportError:  # pragma: no cover - before the output package existed
-        choose_format = make_renderer = None
-    fmt = choose_format(fmt, sys.stdout) if choose_format else ("jsonl" if fmt == "auto" else fmt)
+    fmt = choose_format(fmt, sys.stdout)
     if missing == "null" and result.missing:
         aligned = result.aligned()
         if fmt == "jsonl":
@@ -238,7 +221,7 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
         finally:
             await client.close()
 
-    st = _run(main())
+    st = run(main())
     latest = client.table.snapshot_manager().get_latest_snapshot()
     latest_id = latest.id if latest else 0
     latest_ms = latest.time_millis if latest else 0

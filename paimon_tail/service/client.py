@@ -17,7 +17,6 @@ import asyncio
 import random
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import grpc
@@ -31,7 +30,8 @@ from . import lookup_pb2_grpc as pbg
 from . import registration as regmod
 from .keys import KeyParser
 from .routing import TableRouting
-from .security import Security, make_channel
+from .bucket_hash import channels_of
+from .security import Security, make_channel, make_sync_channel
 
 DEFAULT_BATCH = 10_000
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
@@ -41,13 +41,32 @@ class LookupTimeout(ServiceError):
     """The service did not answer within the deadline."""
 
 
-@dataclass
 class LookupResult:
-    rows: pa.Table  # found rows, ordered by request position
-    found: List[int]  # request position of each row
-    missing: List[int]  # request positions not found (absent or deleted)
-    snapshot_ids: Dict[int, int] = field(default_factory=dict)  # executor index → snapshot it answered at
-    keys: List[Dict[str, Any]] = field(default_factory=list)  # the parsed keys, in request order
+    """Found rows (request order), their request positions, the missing positions and the snapshot(s) answered."""
+
+    __slots__ = ("rows", "found", "missing", "snapshot_ids", "_keys", "_key_table")
+
+    def __init__(self, rows: pa.Table, found: List[int], missing: List[int],
+                 snapshot_ids: Optional[Dict[int, int]] = None, keys: Optional[List[Dict[str, Any]]] = None,
+                 key_table: Optional[pa.Table] = None) -> None:
+        self.rows = rows  # found rows, ordered by request position
+        self.found = found  # request position of each row
+        self.missing = missing  # request positions not found (absent or deleted)
+        self.snapshot_ids = snapshot_ids if snapshot_ids is not None else {}  # executor index → snapshot
+        self._keys = keys
+        self._key_table = key_table
+
+    @property
+    def keys(self) -> List[Dict[str, Any]]:
+        """The parsed keys, in request order (built on first use when the keys came as Arrow/scalars)."""
+        if self._keys is None:
+            self._keys = self._key_table.to_pylist() if self._key_table is not None else []
+        return self._keys
+
+    def __len__(self) -> int:
+        if self._keys is not None:
+            return len(self._keys)
+        return self._key_table.num_rows if self._key_table is not None else 0
 
     @property
     def snapshot_id(self) -> int:
@@ -56,10 +75,28 @@ class LookupResult:
 
     def aligned(self) -> List[Optional[Dict[str, Any]]]:
         """One entry per requested key: the row as a dict, or None."""
-        out: List[Optional[Dict[str, Any]]] = [None] * len(self.keys)
+        out: List[Optional[Dict[str, Any]]] = [None] * len(self)
         for pos, row in zip(self.found, self.rows.to_pylist()):
             out[pos] = row
         return out
+
+    def __repr__(self) -> str:
+        return (f"LookupResult(found={len(self.found)}, missing={len(self.missing)}, "
+                f"snapshot_ids={self.snapshot_ids})")
+
+
+class _Prepared:
+    """Keys ready to send: one Arrow table typed as the key columns, each key's bucket and partition hash."""
+
+    __slots__ = ("key_table", "buckets", "part_hashes", "keys", "n")
+
+    def __init__(self, key_table: pa.Table, buckets: np.ndarray, part_hashes: np.ndarray,
+                 keys: Optional[List[Dict[str, Any]]]) -> None:
+        self.key_table = key_table
+        self.buckets = buckets
+        self.part_hashes = part_hashes
+        self.keys = keys
+        self.n = key_table.num_rows
 
 
 class _Discovery:
@@ -93,6 +130,12 @@ class LookupClient:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._sem: Optional[asyncio.Semaphore] = None
         self._sync: Optional[_SyncRunner] = None
+        # synchronous fast path: plain grpc channels used from the calling thread (no event-loop hop)
+        self._sync_channels: Dict[str, grpc.Channel] = {}
+        self._sync_stubs: Dict[str, pbg.ExecutorServiceStub] = {}
+        self._sync_lock = threading.Lock()
+        self._columns = {f.name for f in table.fields}
+        self._empty_schemas: Dict[tuple, pa.Schema] = {}
 
     # -- discovery ----------------------------------------------------------------------------------------
     def _registration(self) -> regmod.Registration:
@@ -157,57 +200,151 @@ class LookupClient:
         if code == grpc.StatusCode.UNAUTHENTICATED:
             raise ServiceError(f"{who} refused the credentials: {e.details()}",
                                hint="check PAIMON_TAIL_TOKEN / --token-file") from None
-        if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNIMPLEMENTED):
+        if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNIMPLEMENTED,
+                    grpc.StatusCode.DATA_LOSS):  # DATA_LOSS: a bucket whose files are missing or corrupt
             raise ServiceError(f"{who}: {e.details()}") from None
 
     # -- lookups ------------------------------------------------------------------------------------------
     def parse_keys(self, keys: Sequence[Any]) -> List[Dict[str, Any]]:
         return [self.parser.coerce(k, i) for i, k in enumerate(keys)]
 
-    async def lookup(self, keys: Sequence[Any], *, select: Optional[Sequence[str]] = None,
+    def _check_select(self, select) -> None:
+        if select:
+            unknown = [c for c in select if c not in self._columns]
+            if unknown:
+                names = [f.name for f in self.table.fields]
+                raise UsageError(f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} in --select",
+                                 hint=f"columns are {', '.join(names)}")
+
+    def _fast_table(self, keys: Sequence[Any]) -> Optional[pa.Table]:
+        """Plain ints/strs for a one-column integer/string key: one Arrow array, no per-key dicts."""
+        if len(self.parser.names) != 1 or not len(keys):
+            return None
+        field = self.parser.arrow_schema.field(0)
+        t = field.type
+        if pa.types.is_integer(t):
+            want = int
+        elif pa.types.is_string(t) or pa.types.is_large_string(t):
+            want = str
+        else:
+            return None
+        if any(type(k) is not want for k in keys):
+            return None
+        try:
+            arr = pa.array(keys, type=t)
+        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+            return None  # the per-key path names the key that does not fit
+        return pa.Table.from_arrays([arr], schema=self.parser.arrow_schema)
+
+    def _arrow_keys(self, keys: Any) -> pa.Table:
+        if isinstance(keys, pa.RecordBatch):
+            keys = pa.Table.from_batches([keys])
+        missing = [k for k in self.parser.names if k not in keys.column_names]
+        if missing:
+            raise UsageError(f"the key table lacks column{'s' if len(missing) > 1 else ''} {', '.join(missing)}",
+                             hint=f"the primary key is ({', '.join(self.parser.names)})")
+        table = keys.select(self.parser.names)
+        if any(table.column(k).null_count for k in self.parser.names):
+            raise UsageError("primary-key values cannot be null")
+        try:
+            return table.cast(self.parser.arrow_schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+            raise UsageError(f"the key table does not fit the key columns: {e}") from None
+
+    def prepare(self, keys: Any, parsed: bool = False) -> _Prepared:
+        """Parse keys (mappings, scalars, tuples, or an Arrow table/record batch of the key columns) and route them."""
+        parsed_keys: Optional[List[Dict[str, Any]]] = None
+        if isinstance(keys, (pa.Table, pa.RecordBatch)):
+            table = self._arrow_keys(keys)
+        else:
+            table = None if parsed else self._fast_table(keys)
+            if table is None:
+                parsed_keys = list(keys) if parsed else self.parse_keys(keys)
+                table = self.parser.to_arrow(parsed_keys)
+        n = table.num_rows
+        routing = self.routing
+        if n == 1 and parsed_keys is not None:  # one key: pypaimon's scalar hash beats array set-up
+            key = parsed_keys[0]
+            buckets = np.asarray([routing.bucket(key)], dtype=np.int32)
+            part_hashes = np.asarray([routing.partition_hash(routing.partition_of(key))], dtype=np.int64)
+        else:
+            buckets = routing.buckets_of(table)
+            part_hashes = routing.partition_hashes_of(table)
+        return _Prepared(table, buckets, part_hashes, parsed_keys)
+
+    def _plan(self, prep: _Prepared, pending: np.ndarray, disc: "_Discovery"):
+        num = disc.executors.num_executors
+        max_batch = min(self.batch_size, disc.executors.max_batch_keys or self.batch_size)
+        owners = channels_of(prep.part_hashes[pending], prep.buckets[pending], num)
+        jobs = []
+        first = int(owners[0])
+        groups = [(first, pending)] if np.all(owners == first) else \
+            [(int(ex), pending[owners == ex]) for ex in np.unique(owners)]
+        for ex, idx in groups:
+            for s in range(0, len(idx), max_batch):
+                jobs.append((ex, idx[s:s + max_batch]))
+        return jobs
+
+    def _request(self, prep: _Prepared, idx: np.ndarray, select, min_snapshot) -> pb.LookupRequest:
+        sub = prep.key_table if len(idx) == prep.n else prep.key_table.take(pa.array(idx))
+        return pb.LookupRequest(table=self.name, keys_ipc=_ipc(sub), buckets=prep.buckets[idx].tolist(),
+                                min_snapshot_id=min_snapshot or 0, select=list(select or ()))
+
+    def _answer(self, ex: int, resp) -> tuple:
+        try:
+            table = pa.ipc.open_stream(resp.rows_ipc).read_all()
+        except Exception as e:
+            raise ServiceError(f"executor {ex} sent an unreadable answer: {e}") from None
+        return resp.snapshot_id, resp.found, table
+
+    def _assemble(self, prep: _Prepared, found_pos, tables, snapshots, schema, select) -> LookupResult:
+        n = prep.n
+        if found_pos:
+            found = np.concatenate(found_pos) if len(found_pos) > 1 else found_pos[0]
+            rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+            if len(found) > 1 and np.any(np.diff(found) < 0):
+                order = np.argsort(found, kind="stable")
+                rows, found = rows.take(pa.array(order)), found[order]
+        else:
+            found = np.empty(0, dtype=np.int64)
+            rows = (schema or self._schema(select)).empty_table()
+        if len(found) == n:
+            missing: List[int] = []
+        else:
+            missing_mask = np.ones(n, dtype=bool)
+            missing_mask[found] = False
+            missing = np.flatnonzero(missing_mask).tolist()
+        return LookupResult(rows, found.tolist(), missing, snapshots, prep.keys, prep.key_table)
+
+    @staticmethod
+    def _backoff(attempt: int) -> float:
+        return min(1.0, 0.05 * (2 ** min(attempt, 5))) * (0.5 + random.random() / 2)
+
+    async def lookup(self, keys: Any, *, select: Optional[Sequence[str]] = None,
                      min_snapshot: Optional[int] = None, timeout: Optional[float] = None,
                      parsed: bool = False) -> LookupResult:
-        """Latest merged rows for ``keys`` (mappings, scalars for one-column keys, or tuples in key order)."""
+        """Latest merged rows for ``keys`` (mappings, scalars for one-column keys, tuples in key order, or an
+        Arrow table / record batch with the key columns)."""
         if self._loop is not asyncio.get_running_loop():
             self._loop = asyncio.get_running_loop()
             self._channels = {}
             self._sem = asyncio.Semaphore(self.max_in_flight)
-        keys = list(keys) if parsed else self.parse_keys(keys)
-        if select:
-            names = [f.name for f in self.table.fields]
-            unknown = [c for c in select if c not in names]
-            if unknown:
-                raise UsageError(f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} in --select",
-                                 hint=f"columns are {', '.join(names)}")
+        prep = self.prepare(keys, parsed)
+        self._check_select(select)
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        n = len(keys)
-        buckets = np.empty(n, dtype=np.int32)
-        parts = []
-        for i, key in enumerate(keys):
-            buckets[i] = self.routing.bucket(key)
-            parts.append(self.routing.partition_of(key))
-        key_table = self.parser.to_arrow(keys)
 
         found_pos: List[np.ndarray] = []
         tables: List[pa.Table] = []
         snapshots: Dict[int, int] = {}
-        pending = np.arange(n)
+        pending = np.arange(prep.n)
         attempt = 0
         last_error = ""
         schema: Optional[pa.Schema] = None
         while len(pending):
             disc = await self.discover(deadline, force=attempt > 0)
-            num = disc.executors.num_executors
-            max_batch = min(self.batch_size, disc.executors.max_batch_keys or self.batch_size)
-            owners = np.asarray([self.routing.executor_of(parts[i], int(buckets[i]), num) for i in pending],
-                                dtype=np.int64)
-            jobs = []
-            for ex in np.unique(owners):
-                idx = pending[owners == ex]
-                for s in range(0, len(idx), max_batch):
-                    jobs.append((int(ex), idx[s:s + max_batch]))
+            jobs = self._plan(prep, pending, disc)
             results = await asyncio.gather(*[
-                self._call(disc, ex, idx, key_table, buckets, select, min_snapshot, deadline) for ex, idx in jobs
+                self._call(disc, ex, idx, prep, select, min_snapshot, deadline) for ex, idx in jobs
             ])
             retry = []
             for (ex, idx), res in zip(jobs, results):
@@ -224,22 +361,12 @@ class LookupClient:
             pending = np.concatenate(retry) if retry else np.empty(0, dtype=np.int64)
             if len(pending):
                 attempt += 1
-                backoff = min(1.0, 0.05 * (2 ** min(attempt, 5))) * (0.5 + random.random() / 2)
+                backoff = self._backoff(attempt)
                 if time.monotonic() + backoff >= deadline:
                     raise LookupTimeout(f"lookup in {self.name} did not complete within "
                                         f"{self.timeout if timeout is None else timeout:g}s: {last_error}")
                 await asyncio.sleep(backoff)
-        if found_pos:
-            found = np.concatenate(found_pos)
-            rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-            order = np.argsort(found, kind="stable")
-            rows, found = rows.take(pa.array(order)), found[order]
-        else:
-            found = np.empty(0, dtype=np.int64)
-            rows = (schema or self._schema(select)).empty_table()
-        missing_mask = np.ones(n, dtype=bool)
-        missing_mask[found] = False
-        return LookupResult(rows, found.tolist(), np.nonzero(missing_mask)[0].tolist(), snapshots, keys)
+        return self._assemble(prep, found_pos, tables, snapshots, schema, select)
 
     def _schema(self, select) -> pa.Schema:
         from pypaimon.schema.data_types import PyarrowFieldParser
@@ -247,18 +374,12 @@ class LookupClient:
         schema = PyarrowFieldParser.from_paimon_schema(self.table.fields)
         return pa.schema([schema.field(c) for c in select]) if select else schema
 
-    async def _call(self, disc: _Discovery, ex: int, idx: np.ndarray, key_table: pa.Table, buckets: np.ndarray,
-                    select, min_snapshot, deadline: float):
+    async def _call(self, disc: "_Discovery", ex: int, idx: np.ndarray, prep: _Prepared, select, min_snapshot,
+                    deadline: float):
         info = disc.executors.executors[ex] if ex < len(disc.executors.executors) else None
         if info is None or not info.address or not info.alive:
             return _Retry(f"executor {ex} is not available (restarting?)")
-        sub = key_table.take(pa.array(idx))
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, sub.schema) as w:
-            w.write_table(sub)
-        request = pb.LookupRequest(table=self.name, keys_ipc=sink.getvalue().to_pybytes(),
-                                   buckets=buckets[idx].tolist(), min_snapshot_id=min_snapshot or 0,
-                                   select=list(select or ()))
+        request = self._request(prep, idx, select, min_snapshot)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return _Retry(f"executor {ex} at {info.address}: out of time")
@@ -268,22 +389,23 @@ class LookupClient:
             async with self._sem:
                 resp = await stub.Lookup(request, timeout=call_timeout, metadata=self.security.metadata())
         except grpc.aio.AioRpcError as e:
-            code = e.code()
-            self._raise_final(e, f"executor {ex} at {info.address}")
-            if code == grpc.StatusCode.DEADLINE_EXCEEDED and min_snapshot and e.details() and "serves snapshot" in e.details():
-                raise LookupTimeout(f"{e.details()} (waited {call_timeout:.1f}s)") from None
-            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                reason = f"executor {ex} at {info.address} did not answer within {call_timeout:.1f}s"
-            else:
-                reason = f"executor {ex} at {info.address}: {code.name} {e.details() or ''}".strip()
-            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            reason, drop = self._call_error(e, ex, info.address, call_timeout, min_snapshot)
+            if drop:
                 await self._drop_channel(info.address)
             return _Retry(reason)
-        try:
-            table = pa.ipc.open_stream(resp.rows_ipc).read_all()
-        except Exception as e:
-            raise ServiceError(f"executor {ex} sent an unreadable answer: {e}") from None
-        return resp.snapshot_id, list(resp.found), table
+        return self._answer(ex, resp)
+
+    def _call_error(self, e: grpc.RpcError, ex: int, address: str, call_timeout: float, min_snapshot):
+        """(retry reason, drop the channel?) for a failed Lookup call; raises for final errors."""
+        code = e.code()
+        self._raise_final(e, f"executor {ex} at {address}")
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED and min_snapshot and e.details() and "serves snapshot" in e.details():
+            raise LookupTimeout(f"{e.details()} (waited {call_timeout:.1f}s)") from None
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            reason = f"executor {ex} at {address} did not answer within {call_timeout:.1f}s"
+        else:
+            reason = f"executor {ex} at {address}: {code.name} {e.details() or ''}".strip()
+        return reason, code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
     async def get(self, key: Any, **kwargs) -> Optional[Dict[str, Any]]:
         result = await self.lookup([key], **kwargs)
@@ -305,6 +427,7 @@ class LookupClient:
             raise ServiceError(f"address server {address}: {e.code().name} {e.details() or ''}".strip()) from None
 
     async def close(self) -> None:
+        self._close_sync_channels()
         channels, self._channels = self._channels, {}
         for ch in channels.values():
             await ch.close(grace=None)
@@ -324,16 +447,153 @@ class LookupClient:
             self._sync = _SyncRunner()
         return self._sync
 
-    def lookup_sync(self, keys: Sequence[Any], **kwargs) -> LookupResult:
-        return self._runner().run(self.lookup(keys, **kwargs))
+    # The synchronous path does not go through an event loop: plain (thread-safe) grpc channels called from the
+    # caller's thread, one blocking call for one executor, ``.future()`` calls when keys span several executors.
+    def _sync_channel(self, address: str) -> grpc.Channel:
+        ch = self._sync_channels.get(address)
+        if ch is None:
+            with self._sync_lock:
+                ch = self._sync_channels.get(address)
+                if ch is None:
+                    ch = make_sync_channel(address, self.security, DEFAULT_MAX_MESSAGE_BYTES)
+                    self._sync_channels[address] = ch
+        return ch
+
+    def _sync_stub(self, address: str) -> pbg.ExecutorServiceStub:
+        stub = self._sync_stubs.get(address)
+        if stub is None:
+            stub = pbg.ExecutorServiceStub(self._sync_channel(address))
+            self._sync_stubs[address] = stub
+        return stub
+
+    def _drop_sync_channel(self, address: str) -> None:
+        with self._sync_lock:
+            ch = self._sync_channels.pop(address, None)
+            self._sync_stubs.pop(address, None)
+        if ch is not None:
+            ch.close()
+
+    def discover_sync(self, deadline: float, force: bool = False) -> _Discovery:
+        disc = self._discovery
+        if disc is not None and not force:
+            return disc
+        reg = self._registration()
+        last: Optional[BaseException] = None
+        delay = 0.05
+        budget_end = min(deadline, time.monotonic() + 2.0)
+        md = self.security.metadata()
+        while True:
+            for address in reg.addresses:
+                try:
+                    stub = pbg.AddressServiceStub(self._sync_channel(address))
+                    resp = stub.Executors(pb.ExecutorsRequest(table=self.name),
+                                          timeout=max(0.05, min(1.0, deadline - time.monotonic())), metadata=md)
+                    self._discovery = _Discovery(reg, resp)
+                    return self._discovery
+                except grpc.RpcError as e:
+                    self._raise_final(e, f"address server {address}")
+                    last = e
+                    self._drop_sync_channel(address)
+            if time.monotonic() + delay >= budget_end:
+                detail = last.code().name if isinstance(last, grpc.RpcError) else str(last)
+                raise ServiceError(f"no live service for {self.name}: the address server at "
+                                   f"{', '.join(reg.addresses)} does not answer ({detail})")
+            time.sleep(delay)
+            delay = min(0.5, delay * 2)
+            reg = self._registration()
+
+    def lookup_sync(self, keys: Any, *, select: Optional[Sequence[str]] = None, min_snapshot: Optional[int] = None,
+                    timeout: Optional[float] = None, parsed: bool = False) -> LookupResult:
+        """``lookup`` without an event loop (same arguments, same result, same retries)."""
+        prep = self.prepare(keys, parsed)
+        self._check_select(select)
+        total = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + total
+        md = self.security.metadata()
+        found_pos: List[np.ndarray] = []
+        tables: List[pa.Table] = []
+        snapshots: Dict[int, int] = {}
+        pending = np.arange(prep.n)
+        attempt = 0
+        last_error = ""
+        schema: Optional[pa.Schema] = None
+        while len(pending):
+            disc = self.discover_sync(deadline, force=attempt > 0)
+            jobs = self._plan(prep, pending, disc)
+            results: List[Any] = [None] * len(jobs)
+            calls = []
+            for j, (ex, idx) in enumerate(jobs):
+                info = disc.executors.executors[ex] if ex < len(disc.executors.executors) else None
+                if info is None or not info.address or not info.alive:
+                    results[j] = _Retry(f"executor {ex} is not available (restarting?)")
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    results[j] = _Retry(f"executor {ex} at {info.address}: out of time")
+                    continue
+                call_timeout = remaining if min_snapshot else min(self.call_timeout, remaining)
+                calls.append((j, ex, info.address, call_timeout, self._request(prep, idx, select, min_snapshot)))
+            if len(calls) == 1:
+                j, ex, address, call_timeout, request = calls[0]
+                try:
+                    results[j] = self._answer(ex, self._sync_stub(address).Lookup(
+                        request, timeout=call_timeout, metadata=md))
+                except grpc.RpcError as e:
+                    reason, drop = self._call_error(e, ex, address, call_timeout, min_snapshot)
+                    if drop:
+                        self._drop_sync_channel(address)
+                    results[j] = _Retry(reason)
+            else:
+                for w in range(0, len(calls), self.max_in_flight):
+                    wave = calls[w:w + self.max_in_flight]
+                    futures = [(c, self._sync_stub(c[2]).Lookup.future(c[4], timeout=c[3], metadata=md))
+                               for c in wave]
+                    for (j, ex, address, call_timeout, _), fut in futures:
+                        try:
+                            results[j] = self._answer(ex, fut.result())
+                        except grpc.RpcError as e:
+                            reason, drop = self._call_error(e, ex, address, call_timeout, min_snapshot)
+                            if drop:
+                                self._drop_sync_channel(address)
+                            results[j] = _Retry(reason)
+            retry = []
+            for (ex, idx), res in zip(jobs, results):
+                if isinstance(res, _Retry):
+                    retry.append(idx)
+                    last_error = res.reason
+                    continue
+                snap, positions, table = res
+                snapshots[ex] = snap if ex not in snapshots else min(snapshots[ex], snap)
+                schema = schema or table.schema
+                if table.num_rows:
+                    found_pos.append(idx[np.asarray(positions, dtype=np.int64)])
+                    tables.append(table)
+            pending = np.concatenate(retry) if retry else np.empty(0, dtype=np.int64)
+            if len(pending):
+                attempt += 1
+                backoff = self._backoff(attempt)
+                if time.monotonic() + backoff >= deadline:
+                    raise LookupTimeout(f"lookup in {self.name} did not complete within {total:g}s: {last_error}")
+                time.sleep(backoff)
+        return self._assemble(prep, found_pos, tables, snapshots, schema, select)
 
     def get_sync(self, key: Any, **kwargs) -> Optional[Dict[str, Any]]:
-        return self._runner().run(self.get(key, **kwargs))
+        result = self.lookup_sync([key], **kwargs)
+        if not result.found:
+            return None
+        return result.rows.to_pylist()[0]
 
     def status_sync(self) -> pb.StatusResponse:
         return self._runner().run(self.status())
 
+    def _close_sync_channels(self) -> None:
+        with self._sync_lock:
+            channels, self._sync_channels, self._sync_stubs = self._sync_channels, {}, {}
+        for ch in channels.values():
+            ch.close()
+
     def close_sync(self) -> None:
+        self._close_sync_channels()
         if self._sync is not None:
             sync = self._sync
             sync.run(self._close_channels())
@@ -350,6 +610,13 @@ class LookupClient:
 
     def __exit__(self, *exc) -> None:
         self.close_sync()
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
 class _Retry:

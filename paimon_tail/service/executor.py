@@ -64,12 +64,18 @@ class TableState:
         self.mirror = LocalMirror(table, os.path.join(root, "files"))
         self.schema = self.mirror.output_schema()
         self.key_schema = pa.schema([self.schema.field(k) for k in self.key_names])
+        self.key_types = [f.type for f in self.key_schema]
         self.stores: Dict[Tuple, BucketStore] = {}
         self.files: Dict[Tuple, BucketFiles] = {}
         self.snapshot_id = 0
         self.commit_ms = 0
         self.ready = False
         self.changed = asyncio.Condition()
+        self.broken: Dict[Tuple, str] = {}  # (partition, bucket) -> why it cannot be served
+        self.broken_pending: Dict[Tuple, str] = {}  # set by prepare_*, swapped in with the stores
+
+    def out_schema(self, columns) -> pa.Schema:
+        return self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
 
     def store_dir(self, key) -> str:
         partition, bucket = key
@@ -88,51 +94,67 @@ class TableState:
 
     def prepare_full(self, buckets: Dict) -> Tuple[Dict, Dict, List]:
         stores, files, old = {}, {}, list(self.stores.values())
+        self.broken_pending = {}
         for key, bf in buckets.items():
             files[key] = bf
-            store = self._build(key, bf)
+            try:
+                store = self._build(key, bf)
+            except Exception as e:  # a missing or corrupt file: this bucket reports it, the others serve
+                self.broken_pending[key] = _bucket_error(e)
+                continue
             if store is not None:
                 stores[key] = store
         return stores, files, old
 
     def prepare_delta(self, commit_kind: str, changes: Dict) -> Tuple[Dict, Dict, List]:
         stores, files, old = dict(self.stores), dict(self.files), []
+        self.broken_pending = dict(self.broken)
         for key, change in changes.items():
-            change: BucketChange
-            before = files.get(key, BucketFiles())
-            if change.replace is not None:
-                after = change.replace
-            else:
-                after = before.apply(change.adds, change.deletes)
-            files[key] = after
-            current = stores.get(key)
-            incremental = (
-                self.mode == "dedup" and commit_kind == "APPEND" and current is not None and not change.deletes
-                and change.replace is None and all(m.level == 0 for m in change.adds)
-            )
-            content_kept = commit_kind == "COMPACT" and self.mode in ("dedup", "merge") and change.replace is None
-            if incremental:
-                new = current.with_changes(self.mirror.change_batches(key[0], key[1], change.adds))
-                if new.overlay_rows > max(OVERLAY_LIMIT, current.base.num_rows // 4):
-                    new = self._build(key, after)
-                    old.append(current)
-            elif content_kept and (current is not None or not after.files):
-                new = current
-                # Keep the local mirror small: copy the compacted files now, drop the replaced ones.
-                self.mirror.localize(key[0], key[1], BucketFiles(list(change.adds)))
-            else:
-                new = self._build(key, after)
+            try:
+                self._apply_change(key, change, commit_kind, stores, files, old)
+                self.broken_pending.pop(key, None)
+            except Exception as e:  # a missing or corrupt file: this bucket reports it, the others serve
+                current = stores.pop(key, None)
                 if current is not None:
                     old.append(current)
-            if new is None:
-                stores.pop(key, None)
-            else:
-                stores[key] = new
-            if change.deletes:
-                self.mirror.release(key[0], key[1], change.deletes)
-            if not after.files:
-                files.pop(key, None)
+                self.broken_pending[key] = _bucket_error(e)
         return stores, files, old
+
+    def _apply_change(self, key, change, commit_kind: str, stores: Dict, files: Dict, old: List) -> None:
+        change: BucketChange
+        before = files.get(key, BucketFiles())
+        if change.replace is not None:
+            after = change.replace
+        else:
+            after = before.apply(change.adds, change.deletes)
+        files[key] = after
+        current = stores.get(key)
+        incremental = (
+            self.mode == "dedup" and commit_kind == "APPEND" and current is not None and not change.deletes
+            and change.replace is None and all(m.level == 0 for m in change.adds)
+        )
+        content_kept = commit_kind == "COMPACT" and self.mode in ("dedup", "merge") and change.replace is None
+        if incremental:
+            new = current.with_changes(self.mirror.change_batches(key[0], key[1], change.adds))
+            if new.overlay_rows > max(OVERLAY_LIMIT, current.base.num_rows // 4):
+                new = self._build(key, after)
+                old.append(current)
+        elif content_kept and (current is not None or not after.files):
+            new = current
+            # Keep the local mirror small: copy the compacted files now, drop the replaced ones.
+            self.mirror.localize(key[0], key[1], BucketFiles(list(change.adds)))
+        else:
+            new = self._build(key, after)
+            if current is not None:
+                old.append(current)
+        if new is None:
+            stores.pop(key, None)
+        else:
+            stores[key] = new
+        if change.deletes:
+            self.mirror.release(key[0], key[1], change.deletes)
+        if not after.files:
+            files.pop(key, None)
 
 
 class ExecutorServicer(pbg.ExecutorServiceServicer):
@@ -159,7 +181,9 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
         if missing:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"missing key column(s) {', '.join(missing)}")
         try:
-            keys = keys.select(state.key_names).cast(state.key_schema)
+            keys = keys.select(state.key_names)
+            if [f.type for f in keys.schema] != state.key_types:
+                keys = keys.cast(state.key_schema)
         except Exception as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"keys do not fit the key columns: {e}")
         if keys.num_rows and any(keys.column(k).null_count for k in state.key_names):
@@ -177,6 +201,10 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
         if not state.ready:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"executor {ex.spec.index} is still loading {state.name}")
         stores, snapshot_id = state.stores, state.snapshot_id  # one consistent snapshot
+        if state.broken:
+            bad = _broken_hit(state, state.broken, keys, buckets)
+            if bad:
+                await context.abort(grpc.StatusCode.DATA_LOSS, bad)
         ex.requests += 1
         ex.keys_looked_up += n
         try:
@@ -192,6 +220,56 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
 
 class NotOwner(Exception):
     pass
+
+
+def _bucket_error(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}".strip()
+
+
+def _broken_hit(state: "TableState", broken: Dict, keys: pa.Table, buckets: np.ndarray) -> Optional[str]:
+    """The error of the first broken (partition, bucket) this request touches, if any."""
+    pkeys = state.routing.partition_keys
+    parts = list(zip(*[keys.column(k).to_pylist() for k in pkeys])) if pkeys else [()] * keys.num_rows
+    for p, b in set(zip(parts, buckets.tolist())):
+        if (p, b) in broken:
+            where = f"partition {partition_path(pkeys, p)} bucket {b}" if pkeys else f"bucket {b}"
+            return f"{where} of {state.name} cannot be served: {broken[(p, b)]}"
+    return None
+
+
+def _groups(partition_keys: Sequence[str], keys: pa.Table, buckets: np.ndarray):
+    """[((partition tuple, bucket), request indices or None for all)], vectorised (no per-key Python)."""
+    n = keys.num_rows
+    if not partition_keys:
+        first = int(buckets[0])
+        if n == 1 or np.all(buckets == first):
+            return [(((), first), None)]
+        codes = buckets.astype(np.int64)
+        labels = None
+    else:
+        dicts, cols = [], []
+        for k in partition_keys:
+            col = keys.column(k)
+            enc = (col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col).dictionary_encode()
+            dicts.append(enc.dictionary.to_pylist())
+            cols.append(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
+        cols.append(buckets.astype(np.int64))
+        combo = np.stack(cols, axis=1)
+        uniq, inverse = np.unique(combo, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        labels = [(tuple(dicts[j][int(u[j])] for j in range(len(partition_keys))), int(u[-1])) for u in uniq]
+        if len(labels) == 1:
+            return [(labels[0], None)]
+        codes = inverse
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
+    out = []
+    for grp in np.split(order, bounds):
+        code = int(codes[grp[0]])
+        out.append(((((), code) if labels is None else labels[code]), grp))
+    return out
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -220,35 +298,31 @@ class Executor:
     # -- lookups ------------------------------------------------------------------------------------------
     def answer(self, state: TableState, stores, keys: pa.Table, buckets: np.ndarray, columns):
         n = keys.num_rows
-        out_schema = state.schema if columns is None else pa.schema([state.schema.field(c) for c in columns])
         if n == 0:
-            return [], _ipc(out_schema.empty_table())
-        pkeys = state.routing.partition_keys
-        if pkeys:
-            parts = list(zip(*[keys.column(k).to_pylist() for k in pkeys]))
-        else:
-            parts = [()] * n
-        groups: Dict[Tuple, List[int]] = {}
-        for i, (p, b) in enumerate(zip(parts, buckets.tolist())):
-            groups.setdefault((p, b), []).append(i)
+            return [], _ipc(state.out_schema(columns).empty_table())
         h_all = key_hashes(keys)
         found_idx, tables = [], []
-        for (p, b), idx in groups.items():
+        for (p, b), sel in _groups(state.routing.partition_keys, keys, buckets):
             owner = state.routing.executor_of(p, b, self.spec.num_executors)
             if owner != self.spec.index:
                 raise NotOwner(f"partition {p} bucket {b} belongs to executor {owner}, not {self.spec.index}")
             store = stores.get((p, b))
             if store is None:
                 continue
-            sel = np.asarray(idx, dtype=np.int64)
-            sub = keys if len(idx) == n else keys.take(pa.array(sel))
+            if sel is None:  # the whole batch is one (partition, bucket)
+                req, rows = store.lookup(keys, h_all, columns)
+                if rows is not None and len(req):
+                    found_idx.append(req)
+                    tables.append(rows)
+                continue
+            sub = keys.take(pa.array(sel)) if not store.exact else keys
             req, rows = store.lookup(sub, h_all[sel], columns)
             if rows is not None and len(req):
                 found_idx.append(sel[req])
                 tables.append(rows)
         if not tables:
-            return [], _ipc(out_schema.empty_table())
-        found = np.concatenate(found_idx)
+            return [], _ipc(state.out_schema(columns).empty_table())
+        found = np.concatenate(found_idx) if len(found_idx) > 1 else found_idx[0]
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         if len(found) > 1 and np.any(np.diff(found) < 0):
             order = np.argsort(found, kind="stable")
@@ -296,6 +370,7 @@ class Executor:
             return
         async with state.changed:
             state.stores, state.files = stores, files
+            state.broken = state.broken_pending
             state.snapshot_id, state.commit_ms, state.ready = snapshot_id, commit_ms, True
             state.changed.notify_all()
         live = {id(s.base) for s in stores.values()}

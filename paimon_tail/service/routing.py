@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
+import numpy as np
+
 from ..errors import UsageError
 
 
@@ -81,6 +83,39 @@ class TableRouting:
 
     def bucket(self, key: Dict[str, Any]) -> int:
         return self._extractor._extract_bucket_row(key)
+
+    def buckets_of(self, keys) -> np.ndarray:
+        """Bucket of every row of an Arrow table of keys (vectorised; pypaimon per row for a few keys)."""
+        from .bucket_hash import binary_row_hashes, buckets_of
+
+        n = keys.num_rows
+        if n < 8:
+            rows = keys.select(self.bucket_keys).to_pylist()
+            return np.asarray([self._extractor._extract_bucket_row(r) for r in rows], dtype=np.int32)
+        hashes = binary_row_hashes([keys.column(k) for k in self.bucket_keys], self._extractor._bucket_key_fields)
+        return buckets_of(hashes, self.num_buckets)
+
+    def partition_hashes_of(self, keys) -> np.ndarray:
+        """``BinaryRow.hashCode()`` of every row's partition (one hash per distinct partition)."""
+        import pyarrow as pa
+
+        n = keys.num_rows
+        if not self.partition_keys:
+            return np.full(n, self.partition_hash(()), dtype=np.int64)
+        if n < 8:
+            rows = keys.select(self.partition_keys).to_pylist()
+            return np.asarray([self.partition_hash(tuple(r[k] for k in self.partition_keys)) for r in rows],
+                              dtype=np.int64)
+        dicts, codes = [], []
+        for k in self.partition_keys:
+            col = keys.column(k)
+            enc = (col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col).dictionary_encode()
+            dicts.append(enc.dictionary.to_pylist())
+            codes.append(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
+        uniq, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        hashes = np.asarray([self.partition_hash(tuple(dicts[j][int(u[j])] for j in range(len(dicts))))
+                             for u in uniq], dtype=np.int64)
+        return hashes[inverse.reshape(-1)]
 
     def partition_of(self, key: Dict[str, Any]) -> Tuple:
         return tuple(key[k] for k in self.partition_keys)

@@ -148,6 +148,15 @@ def make_channel(address: str, security: Security, max_message_bytes: int) -> gr
     return grpc.aio.secure_channel(address, creds, options=options)
 
 
+def make_sync_channel(address: str, security: Security, max_message_bytes: int) -> grpc.Channel:
+    """A plain (thread-safe, blocking) channel: the synchronous client's fast path, no event loop."""
+    creds = security.channel_credentials()
+    options = channel_options(max_message_bytes)
+    if creds is None:
+        return grpc.insecure_channel(address, options=options)
+    return grpc.secure_channel(address, creds, options=options)
+
+
 def add_port(server: grpc.aio.Server, address: str, security: Security) -> int:
     creds = security.server_credentials()
     if creds is None:

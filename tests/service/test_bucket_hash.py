@@ -116,3 +116,21 @@ def test_channels_match_scalar():
     b = np.asarray([rnd.randint(0, 1000) for _ in range(2000)], dtype=np.int32)
     for n in (1, 2, 3, 7):
         assert channels_of(ph, b, n).tolist() == [channel(int(p), int(x), n) for p, x in zip(ph, b)]
+
+
+def test_table_routing_vectorised_matches_per_key(warehouse):
+    from paimon_tail.service.keys import KeyParser
+    from paimon_tail.service.routing import TableRouting
+
+    from .conftest import PK_SCHEMA
+
+    table = warehouse.create("routed", PK_SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], bucket=5)
+    routing, parser = TableRouting.of(table), KeyParser(table)
+    rnd = random.Random(3)
+    keys = [{"id": rnd.randint(-2 ** 40, 2 ** 40), "dt": f"2026-11-{rnd.randint(1, 28):02d}"} for _ in range(2000)]
+    arrow = parser.to_arrow(keys)
+    buckets = routing.buckets_of(arrow)
+    phash = routing.partition_hashes_of(arrow)
+    for n in (1, 2, 3):
+        owners = channels_of(phash, buckets, n)
+        assert [routing.route(k, n) for k in keys] == list(zip(buckets.tolist(), owners.tolist()))

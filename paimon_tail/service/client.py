@@ -29,12 +29,23 @@ from . import lookup_pb2 as pb
 from . import lookup_pb2_grpc as pbg
 from . import registration as regmod
 from .keys import KeyParser
-from .routing import TableRouting
+from .routing import TableRouting, channel
 from .bucket_hash import channels_of
 from .security import Security, make_channel, make_sync_channel
+from .wire import ipc_stream
 
 DEFAULT_BATCH = 10_000
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+
+
+def _unreachable(error) -> str:
+    """Why an address server could not be reached, in words a user can act on."""
+    if not isinstance(error, grpc.RpcError) or not hasattr(error, "code"):
+        return str(error)
+    details = (error.details() or "") if hasattr(error, "details") else ""
+    if "handshake" in details.lower():
+        return f"{error.code().name}: TLS handshake failed; check --tls-ca, --tls-cert and --tls-key"
+    return error.code().name
 
 
 class LookupTimeout(ServiceError):
@@ -188,7 +199,7 @@ class LookupClient:
                     last = e
                     await self._drop_channel(address)
             if time.monotonic() + delay >= budget_end:
-                detail = last.code().name if isinstance(last, grpc.aio.AioRpcError) else str(last)
+                detail = _unreachable(last)
                 raise ServiceError(f"no live service for {self.name}: the address server at "
                                    f"{', '.join(reg.addresses)} does not answer ({detail})")
             await asyncio.sleep(delay)
@@ -274,6 +285,9 @@ class LookupClient:
 
     def _plan(self, prep: _Prepared, pending: np.ndarray, disc: "_Discovery"):
         num = disc.executors.num_executors
+        if len(pending) == 1:
+            i = int(pending[0])
+            return [(channel(int(prep.part_hashes[i]), int(prep.buckets[i]), num), pending)]
         max_batch = min(self.batch_size, disc.executors.max_batch_keys or self.batch_size)
         owners = channels_of(prep.part_hashes[pending], prep.buckets[pending], num)
         jobs = []
@@ -495,7 +509,7 @@ class LookupClient:
                     last = e
                     self._drop_sync_channel(address)
             if time.monotonic() + delay >= budget_end:
-                detail = last.code().name if isinstance(last, grpc.RpcError) else str(last)
+                detail = _unreachable(last)
                 raise ServiceError(f"no live service for {self.name}: the address server at "
                                    f"{', '.join(reg.addresses)} does not answer ({detail})")
             time.sleep(delay)
@@ -613,10 +627,7 @@ class LookupClient:
 
 
 def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return ipc_stream(table)
 
 
 class _Retry:

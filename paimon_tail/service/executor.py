@@ -29,6 +29,7 @@ from .routing import TableRouting
 from .scanner import BucketChange, table_mode
 from .security import Security, add_port, make_channel, server_options
 from .store import BucketStore, key_hashes
+from .wire import ipc_stream
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,9 @@ class TableState:
     def _build(self, key, files: BucketFiles) -> Optional[BucketStore]:
         if not files.files:
             return None
-        batches = self.mirror.merged_batches(key[0], key[1], files, skip_level0=self.mode == "skip0")
+        # As a batch read: level-0 files are invisible on first-row and deletion-vector tables until compacted.
+        batches = self.mirror.merged_batches(key[0], key[1], files,
+                                             skip_level0=self.table.options.batch_scan_skip_level0())
         return BucketStore.build(self.store_dir(key), self.key_names, self.schema, batches)
 
     def prepare_full(self, buckets: Dict) -> Tuple[Dict, Dict, List]:
@@ -273,11 +276,7 @@ def _groups(partition_keys: Sequence[str], keys: pa.Table, buckets: np.ndarray):
 
 
 def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        if table.num_rows:
-            w.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return ipc_stream(table)
 
 
 class Executor:

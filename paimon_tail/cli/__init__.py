@@ -1,9 +1,13 @@
 """The ``paimon-tail`` command: click commands only; each parses, calls the library and renders."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
+
+# gRPC's C core logs handshake failures and the like to stderr at INFO; errors reach the user as one line.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 from .. import __version__
 from .common import debug_enabled, error_boundary

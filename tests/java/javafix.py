@@ -251,23 +251,88 @@ def java_oracle(warehouse, table: str, snapshot: Optional[int] = None,
 
 
 def oracle_command(warehouse, table, snapshot=None, stream_from=None):
+    """``stream_from``: ``"earliest"``, a snapshot id (from-snapshot), ``"full:N"``
+    (from-snapshot-full) or ``"ts:MILLIS"`` (from-timestamp)."""
     return ("oracle", warehouse, table, "-" if snapshot is None else snapshot,
             "-" if stream_from is None else stream_from)
 
 
 def java_lookup(warehouse, table: str, keys: Iterable[Sequence[Any]],
-                partition: Optional[Sequence[Any]] = None) -> List[Optional[List[Any]]]:
-    """Point lookups with Java's ``LocalTableQuery`` at the latest snapshot.
+                partition: Optional[Sequence[Any]] = None,
+                snapshot: Optional[int] = None) -> List[Optional[List[Any]]]:
+    """Point lookups with Java's ``LocalTableQuery`` at the latest snapshot (or ``snapshot``).
 
     ``keys`` are trimmed primary keys (primary key minus partition fields) as lists of
     JSON values (dates/decimals as strings).  Returns one normalised row (or None) per
     key.  NOTE: Paimon 0.9's LocalTableQuery ignores deletion vectors; for DV tables
-    use ``java_oracle`` (batch read) as the oracle instead.
+    use ``java_oracle`` (batch read) as the oracle instead.  It also returns the newest
+    record of a key without merging it (partial-update / aggregation rows are not merged
+    with older levels), and reads level 0 (first-row batch reads do not).
     """
-    cmd = ["lookup", warehouse, table, json.dumps([list(k) for k in keys])]
-    if partition is not None:
-        cmd.append(json.dumps(list(partition)))
-    return run_java(cmd)[0]["results"]
+    return run_java(lookup_command(warehouse, table, keys, partition, snapshot))[0]["results"]
+
+
+def lookup_command(warehouse, table, keys, partition=None, snapshot=None):
+    return ("lookup", warehouse, table, json.dumps([list(k) for k in keys]),
+            "-" if partition is None else json.dumps(list(partition)),
+            "-" if snapshot is None else snapshot)
+
+
+#: Java scenarios outside ``SCENARIOS`` (written on demand by the follow/lookup tests).
+#: ``pk_backlog``: 15 snapshots of upserts/deletes on one PK table (a catch-up backlog);
+#: ``live_*``: tables written step by step (``write_live``) while paimon-tail serves them.
+EXTRA_SCENARIOS: Dict[str, str] = {
+    "pk_changelog_full": "as pk_dedup with changelog-producer=full-compaction",
+    "pk_backlog": "PK, 14 commits (upserts, +U, deletes) + a full compaction: 15 snapshots",
+    "live_dedup": "PK deduplicate, written in steps: upserts, a delete, full compaction per step",
+    "live_dv": "as live_dedup with deletion-vectors.enabled (compaction on commit + full)",
+    "live_partial_update": "merge-engine=partial-update, written in steps, compacted per step",
+    "live_aggregation": "merge-engine=aggregation (last_non_null_value, sum, max), in steps",
+    "live_first_row": "merge-engine=first-row, written in steps, compacted per step",
+}
+LIVE_SCENARIOS = [n for n in EXTRA_SCENARIOS if n.startswith("live_")]
+
+
+def write_live(warehouse, step: int, names: Sequence[str] = LIVE_SCENARIOS) -> None:
+    """Step ``step`` of the ``live_*`` tables (step 0 creates them), one JVM."""
+    run_java(*[("write", warehouse, n, step) for n in names])
+
+
+def java_incremental(warehouse, table: str, start: int, end: int) -> List[List[Any]]:
+    """Java's ``incremental-between=start,end`` batch read (start exclusive), rows with kinds.
+    On primary-key tables Paimon 0.9 diffs merged buckets: ``-D`` for keys gone, the new
+    row for keys added or changed."""
+    return run_java(("incremental", warehouse, table, start, end))[0]["rows"]
+
+
+def java_compact(warehouse, table: str) -> None:
+    """A full compaction of ``db.table`` by Java (one COMPACT snapshot)."""
+    run_java(("compact", warehouse, table))
+
+
+def follow_rows(warehouse, table: str, start: str, catch_up: str = "replay",
+                row_kind: bool = True, **options) -> List[Dict[str, Any]]:
+    """paimon-tail's follower (library API) until the end: per snapshot
+    ``{"snapshot": id, "kind": full|delta|diff, "rows": [[row_kind, *values], ...]}`` in the
+    order it was delivered (the shape of ``java_oracle(...)["stream"]`` plus ``kind``)."""
+    import paimon_tail
+
+    t = paimon_tail.open_table(f"{DB}.{table}", warehouse=str(warehouse))
+    out: List[Dict[str, Any]] = []
+    for item in paimon_tail.follow_sync(t, start=start, exit_at_end=True, row_kind=row_kind,
+                                        catch_up=catch_up, **options):
+        rows = arrow_rows(pa_table(item.batch))
+        if out and out[-1]["snapshot"] == item.snapshot_id and out[-1]["kind"] == item.kind:
+            out[-1]["rows"].extend(rows)
+        else:
+            out.append({"snapshot": item.snapshot_id, "kind": item.kind, "rows": rows})
+    return [p for p in out if p["rows"]]
+
+
+def pa_table(batch):
+    import pyarrow as pa
+
+    return pa.Table.from_batches([batch])
 
 
 def write_mixed(warehouse, steps: int = 3) -> List[str]:

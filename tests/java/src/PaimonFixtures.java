@@ -9,9 +9,12 @@
  *                                         batch read at SNAPSHOT (default latest) and,
  *                                         when STREAM_FROM is given, a Java streaming read
  *                                         (scan.mode=from-snapshot) per snapshot
- *   lookup WAREHOUSE TABLE KEYS_JSON [PARTITION_JSON]
+ *   lookup WAREHOUSE TABLE KEYS_JSON [PARTITION_JSON|-] [SNAPSHOT]
  *                                         LocalTableQuery point lookups; KEYS_JSON is a
  *                                         list of trimmed primary keys (lists of values)
+ *   compact WAREHOUSE TABLE               full compaction of an existing table
+ *   incremental WAREHOUSE TABLE START END Java's incremental-between read (row kinds)
+ * STREAM_FROM: earliest | N (from-snapshot) | full:N (from-snapshot-full) | ts:MILLIS
  * Every command prints exactly one JSON line to stdout.
  */
 
@@ -118,11 +121,21 @@ public class PaimonFixtures {
                             catalog,
                             c.get(2),
                             c.size() > 3 && !c.get(3).equals("-") ? Long.parseLong(c.get(3)) : null,
-                            c.size() > 4 && !c.get(4).equals("-")
-                                    ? (c.get(4).equals("earliest") ? -1L : Long.parseLong(c.get(4)))
-                                    : null);
+                            c.size() > 4 && !c.get(4).equals("-") ? c.get(4) : null);
                 case "lookup":
-                    return lookup(catalog, c.get(2), c.get(3), c.size() > 4 ? c.get(4) : null);
+                    return lookup(
+                            catalog,
+                            c.get(2),
+                            c.get(3),
+                            c.size() > 4 && !c.get(4).equals("-") ? c.get(4) : null,
+                            c.size() > 5 && !c.get(5).equals("-") ? Long.parseLong(c.get(5)) : null);
+                case "incremental":
+                    return incremental(catalog, c.get(2), c.get(3), c.get(4));
+                case "compact":
+                    compactOnly(catalog, c.get(2));
+                    Map<String, Object> done = new LinkedHashMap<>();
+                    done.put("ok", true);
+                    return done;
                 default:
                     throw new IllegalArgumentException("unknown command " + cmd);
             }
@@ -287,6 +300,24 @@ public class PaimonFixtures {
                 break;
             case "mixed":
                 mixed(catalog, step);
+                break;
+            case "pk_changelog_full":
+                pkScenario(
+                        catalog,
+                        "pk_changelog_full",
+                        wide().primaryKey("id")
+                                .option("bucket", "2")
+                                .option("changelog-producer", "full-compaction"));
+                break;
+            case "pk_backlog":
+                backlog(catalog);
+                break;
+            case "live_dedup":
+            case "live_dv":
+            case "live_partial_update":
+            case "live_aggregation":
+            case "live_first_row":
+                live(catalog, scenario, step);
                 break;
             default:
                 throw new IllegalArgumentException("unknown scenario " + scenario);
@@ -723,6 +754,105 @@ public class PaimonFixtures {
         }
     }
 
+    /**
+     * A backlog of 15 snapshots (more than pypaimon's lookahead of 10): 14 commits, each
+     * upserting ids [10c, 10c+30) (odd commits as UPDATE_AFTER) and deleting id 10c-5,
+     * with a full compaction after commit 7. Replaying it snapshot by snapshot and
+     * diffing it in one plan give visibly different results.
+     */
+    static void backlog(Catalog catalog) throws Exception {
+        Table t =
+                create(
+                        catalog,
+                        "pk_backlog",
+                        narrow().primaryKey("id").option("bucket", "2").build());
+        try (Writer w = new Writer(t)) {
+            for (int c = 0; c < 14; c++) {
+                RowKind kind = c % 2 == 1 ? RowKind.UPDATE_AFTER : RowKind.INSERT;
+                for (int i = c * 10; i < c * 10 + 30; i++) {
+                    w.write(row(kind, i, s("c" + c), (long) c, i * c));
+                }
+                if (c > 0) {
+                    w.write(row(RowKind.DELETE, c * 10 - 5, null, null, null));
+                }
+                w.commit();
+                if (c == 7) {
+                    w.fullCompact();
+                }
+            }
+        }
+    }
+
+    /**
+     * Tables a test keeps writing to while paimon-tail serves/follows them. Step 0 creates
+     * the table and inserts 0..199; step s >= 1 upserts ids [40s, 40s+80) (name "s<s>"),
+     * deletes id 3s (deduplicate engines only) and then fully compacts, so every step adds
+     * an APPEND and a COMPACT snapshot (DV tables: APPEND + COMPACT with deletion vectors,
+     * then the full compaction).
+     */
+    static void live(Catalog catalog, String name, int step) throws Exception {
+        Identifier ident = Identifier.create(DB, name);
+        boolean dedup = name.equals("live_dedup") || name.equals("live_dv");
+        Table t;
+        if (step == 0) {
+            Schema.Builder b = narrow().primaryKey("id").option("bucket", "2");
+            switch (name) {
+                case "live_dv":
+                    b.option("deletion-vectors.enabled", "true");
+                    break;
+                case "live_partial_update":
+                    b.option("merge-engine", "partial-update");
+                    break;
+                case "live_aggregation":
+                    b.option("merge-engine", "aggregation")
+                            .option("fields.name.aggregate-function", "last_non_null_value")
+                            .option("fields.v.aggregate-function", "sum")
+                            .option("fields.mx.aggregate-function", "max");
+                    break;
+                case "live_first_row":
+                    b.option("merge-engine", "first-row");
+                    break;
+                default:
+                    break;
+            }
+            t = create(catalog, name, b.build());
+        } else {
+            t = catalog.getTable(ident);
+        }
+        try (Writer w = new Writer(t)) {
+            if (step == 0) {
+                for (int i = 0; i < 200; i++) {
+                    w.write(row(RowKind.INSERT, i, s("s0"), (long) i, i % 50));
+                }
+                w.commit();
+                return;
+            }
+            for (int i = step * 40; i < step * 40 + 80; i++) {
+                boolean partialNull = name.equals("live_partial_update") && i % 3 == 0;
+                w.write(
+                        row(
+                                RowKind.INSERT,
+                                i,
+                                partialNull ? null : s("s" + step),
+                                partialNull ? null : (long) step,
+                                (i * 7 + step) % 60));
+            }
+            if (dedup) {
+                w.write(row(RowKind.DELETE, step * 3, null, null, null));
+            }
+            w.commit(name.equals("live_dv"));
+            w.fullCompact();
+        }
+    }
+
+    /** Full compaction of an existing table (one COMPACT snapshot). */
+    static void compactOnly(Catalog catalog, String name) throws Exception {
+        Table t = catalog.getTable(Identifier.create(DB, name));
+        try (Writer w = new Writer(t)) {
+            w.fullCompact();
+        }
+    }
+
     // ------------------------------------------------------------------ reading
 
     @SuppressWarnings("unchecked")
@@ -802,7 +932,7 @@ public class PaimonFixtures {
         return rows;
     }
 
-    static Map<String, Object> oracle(Catalog catalog, String name, Long snapshot, Long streamFrom)
+    static Map<String, Object> oracle(Catalog catalog, String name, Long snapshot, String streamFrom)
             throws Exception {
         FileStoreTable table = (FileStoreTable) catalog.getTable(Identifier.create(DB, name));
         Map<String, Object> out = new LinkedHashMap<>();
@@ -840,9 +970,22 @@ public class PaimonFixtures {
         out.put("batch", latest == null ? new ArrayList<>() : readAll(type, read, rb.newScan().plan().splits(), false));
 
         if (streamFrom != null && latest != null) {
+            // STREAM_FROM: earliest | N (from-snapshot) | full:N (from-snapshot-full)
+            //              | ts:MILLIS (from-timestamp)
             Map<String, String> o = new HashMap<>();
-            o.put("scan.mode", "from-snapshot");
-            o.put("scan.snapshot-id", String.valueOf(streamFrom < 0 ? earliest : streamFrom));
+            if (streamFrom.equals("earliest")) {
+                o.put("scan.mode", "from-snapshot");
+                o.put("scan.snapshot-id", String.valueOf(earliest));
+            } else if (streamFrom.startsWith("full:")) {
+                o.put("scan.mode", "from-snapshot-full");
+                o.put("scan.snapshot-id", streamFrom.substring(5));
+            } else if (streamFrom.startsWith("ts:")) {
+                o.put("scan.mode", "from-timestamp");
+                o.put("scan.timestamp-millis", streamFrom.substring(3));
+            } else {
+                o.put("scan.mode", "from-snapshot");
+                o.put("scan.snapshot-id", streamFrom);
+            }
             FileStoreTable st = table.copy(o);
             ReadBuilder srb = st.newReadBuilder();
             StreamTableScan scan = srb.newStreamScan();
@@ -859,7 +1002,11 @@ public class PaimonFixtures {
                     }
                     continue;
                 }
-                if (before == null || plan.splits().isEmpty()) {
+                if (plan.splits().isEmpty()) {
+                    // (the first plan of a from-snapshot scan only positions it)
+                    if (after != null && after > latest) {
+                        break;
+                    }
                     continue;
                 }
                 Map<String, Object> p = new LinkedHashMap<>();
@@ -875,9 +1022,37 @@ public class PaimonFixtures {
         return out;
     }
 
-    static Object lookup(Catalog catalog, String name, String keysJson, String partitionJson)
+    /**
+     * Java's batch read of the changes between two snapshots (incremental-between=START,END:
+     * START exclusive), with row kinds and deletes kept. On primary-key tables Paimon 0.9
+     * diffs the merged buckets (IncrementalDiffSplitRead): -D for keys gone, the new row
+     * for keys added or changed.
+     */
+    static Object incremental(Catalog catalog, String name, String start, String end)
             throws Exception {
         FileStoreTable table = (FileStoreTable) catalog.getTable(Identifier.create(DB, name));
+        Map<String, String> o = new HashMap<>();
+        o.put("incremental-between", start + "," + end);
+        FileStoreTable at = table.copy(o);
+        ReadBuilder rb = at.newReadBuilder();
+        org.apache.paimon.table.source.InnerTableRead read =
+                (org.apache.paimon.table.source.InnerTableRead) rb.newRead();
+        read.forceKeepDelete();
+        read.withIOManager(ioManager);
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("rows", readAll(table.rowType(), read, rb.newScan().plan().splits(), true));
+        return out;
+    }
+
+    static Object lookup(
+            Catalog catalog, String name, String keysJson, String partitionJson, Long snapshot)
+            throws Exception {
+        FileStoreTable table = (FileStoreTable) catalog.getTable(Identifier.create(DB, name));
+        org.apache.paimon.table.source.snapshot.SnapshotReader snapshotReader =
+                table.newSnapshotReader();
+        if (snapshot != null) {
+            snapshotReader = snapshotReader.withSnapshot(snapshot);
+        }
         RowType type = table.rowType();
         List<?> keys = JsonSerdeUtil.fromJson(keysJson, List.class);
         List<String> pk = table.schema().trimmedPrimaryKeys();
@@ -891,7 +1066,7 @@ public class PaimonFixtures {
 
         LocalTableQuery query = table.newLocalTableQuery().withIOManager(ioManager);
         Map<BinaryRow, List<Integer>> buckets = new LinkedHashMap<>();
-        for (Split s : table.newSnapshotReader().read().splits()) {
+        for (Split s : snapshotReader.read().splits()) {
             DataSplit d = (DataSplit) s;
             query.refreshFiles(d.partition(), d.bucket(), new ArrayList<>(), d.dataFiles());
             buckets.computeIfAbsent(d.partition(), x -> new ArrayList<>()).add(d.bucket());

@@ -8,7 +8,7 @@ latest             latest                                       deltas after the
 earliest           from-snapshot(-full) at the earliest         every snapshot still kept
 snapshot:N         from-snapshot, scan.snapshot-id=N            deltas from snapshot N (inclusive)
 snapshot-full:N    from-snapshot-full, scan.snapshot-id=N       full table at N, then deltas after N
-timestamp:T        from-timestamp, scan.timestamp-millis=T      deltas of snapshots committed after T
+timestamp:T        from-timestamp, scan.timestamp-millis=T      deltas of snapshots committed at or after T
 -1h, -15m, -30s    from-timestamp, now minus the duration       as timestamp
 =================  ===========================================  ===============================
 
@@ -151,7 +151,8 @@ def resolve_start(position: StartPosition, snapshot_manager) -> Optional[Resolve
             return ResolvedStart(next_snapshot_id=1)
         return ResolvedStart(next_snapshot_id=earliest.id + 1, full_snapshot_id=earliest.id)
     if position.kind == "timestamp":
-        before = snapshot_manager.earlier_or_equal_time_mills(position.timestamp_ms)
+        # Paimon's from-timestamp (SnapshotManager.earlierThanTimeMills): snapshots committed at or after T.
+        before = snapshot_manager.earlier_or_equal_time_mills(position.timestamp_ms - 1)
         if before is None:
             # Everything kept is newer than T: read all kept deltas (as Paimon does), or the full earliest
             # snapshot when older ones expired and T may lie among them.

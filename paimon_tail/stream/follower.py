@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..errors import PaimonTailError, SnapshotExpired, SnapshotGap, TableChanged, UsageError
 from ..catalog import table_name
 from .consumer import ConsumerStore
+from .diff import DiffRead
 from .planner import SnapshotPlanner
 from .positions import EndPosition, ResolvedStart, StartPosition, parse_end, parse_start, resolve_start
 from .reader import SplitReader
@@ -191,7 +192,8 @@ class Follower:
             builder.with_bucket_filter(bucket_filter)
         self.table = table
         self.schema_id = table.table_schema.id
-        self.read = builder.new_read()
+        # DiffRead: --catch-up diff on primary-key tables plans BucketDiff splits (stream/diff.py)
+        self.read = DiffRead(builder.new_read(), table, getattr(builder, "_predicate", None), o.row_kind)
         self.planner = SnapshotPlanner(builder.new_streaming_scan(), bucket_filter=bucket_filter)
         self.reader = SplitReader(self.read, workers=o.read_workers)
 
@@ -291,7 +293,7 @@ class Follower:
                 if snap is None:
                     raise SnapshotExpired(f"snapshot {resolved.full_snapshot_id} has expired", hint="use --from earliest")
                 await self._check_schema(snap)
-                plan = await asyncio.to_thread(self.planner.full_plan, snap)
+                plan = await asyncio.to_thread(self.planner.start_plan, snap)
                 await out.put(_Planned(snap.id, snap.time_millis, "full", self._splits(plan), snap.id + 1))
             next_id = resolved.next_snapshot_id
             if o.catch_up == "diff":
@@ -371,19 +373,27 @@ class Follower:
     async def __aiter__(self) -> AsyncIterator[FollowBatch]:
         plans: asyncio.Queue = asyncio.Queue(maxsize=1 if self.options.prefetch else 1)
         task = asyncio.create_task(self._plans(plans))
+        ahead = None  # (item, stream) taken from ``plans`` early, its stream already reading
+        current = None
         try:
             while True:
-                if not self.options.prefetch:
-                    # Without prefetch, planning of the next snapshot starts only when this one is written.
-                    pass
-                item = await plans.get()
+                if ahead is not None:
+                    item, stream = ahead
+                    ahead = None
+                else:
+                    item, stream = await plans.get(), None
                 if item is _END:
                     return
                 if isinstance(item, BaseException):
                     raise item
                 planned: _Planned = item
                 pending: Optional[FollowBatch] = None
-                async for split, batch in self.reader.read(planned.splits):
+                stream = current = stream or self.reader.open(planned.splits)
+                async for split, batch in stream:
+                    if ahead is None and self.options.prefetch and stream.submitted_all and not plans.empty():
+                        # Read-ahead: the next snapshot decodes in the reader's threads while this one is written.
+                        nxt = plans.get_nowait()
+                        ahead = (nxt, self.reader.open(nxt.splits) if isinstance(nxt, _Planned) else None)
                     if planned.kind == "full" and self.options.row_kind:
                         batch = _as_inserts(batch)
                     if self.options.meta:
@@ -408,6 +418,10 @@ class Follower:
                 # The caller asked for more: everything of this snapshot is written.
                 await self._commit(planned.next_snapshot_id)
         finally:
+            if current is not None:
+                current.close()
+            if ahead is not None and ahead[1] is not None:
+                ahead[1].close()
             task.cancel()
             try:
                 await task

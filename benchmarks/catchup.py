@@ -13,7 +13,7 @@ from typing import List
 
 import pyarrow as pa
 
-from .common import (DataSet, Row, Size, baseline_cmd, catchup_dataset, child_env, drain_stderr, median,
+from .common import (DataSet, PeakRss, Row, Size, baseline_cmd, catchup_dataset, child_env, drain_stderr, median,
                      paimon_tail_cmd, spread, wait_rusage)
 
 
@@ -49,6 +49,7 @@ def run_one(cmd: List[str], fmt: str, expect_rows: int, timeout: float = 900) ->
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env(), bufsize=0)
     err = drain_stderr(proc)
+    peak = PeakRss(proc.pid)
     rows = nbytes = 0
     first = None
     if fmt == "arrow":
@@ -73,7 +74,7 @@ def run_one(cmd: List[str], fmt: str, expect_rows: int, timeout: float = 900) ->
             nbytes += len(chunk)
             rows += chunk.count(b"\n")
     end = time.perf_counter()
-    code, rss = wait_rusage(proc, timeout)
+    code, rss = wait_rusage(proc, timeout, peak)
     wall = time.perf_counter() - t0
     if code != 0 or rows != expect_rows:
         raise RuntimeError(f"{cmd}: exit {code}, {rows} rows of {expect_rows}: {b''.join(err).decode()[-2000:]}")
@@ -97,25 +98,32 @@ def contenders(ds: DataSet, size: Size) -> dict:
 
 def run(size: Size, log, only=None) -> tuple:
     ds = catchup_dataset(size, log)
-    results = {}
-    for name, (cmd, fmt, repeat) in contenders(ds, size).items():
-        if only and name not in only:
-            continue
-        runs = []
-        for _ in range(repeat):
+    chosen = {n: c for n, c in contenders(ds, size).items() if not only or n in only}
+    runs: dict = {n: [] for n in chosen}
+    # Rounds (A B C, A B C, ...) rather than A A A, B B B: on a shared machine noise then hits every contender.
+    for round_no in range(max(c[2] for c in chosen.values())):
+        for name, (cmd, fmt, repeat) in chosen.items():
+            if round_no >= repeat:
+                continue
             r = run_one(cmd, fmt, ds.rows)
-            runs.append(r)
+            runs[name].append(r)
             log(f"  {name}: {r['rows_per_s'] / 1e6:.3f}M rows/s  {r['mb_per_s']:.0f} MB/s  wall {r['wall_s']:.2f}s "
-                f"first byte {r['first_byte_s']:.2f}s  peak RSS {r['peak_rss_mib']:.0f} MiB")
-        rates = [r["rows_per_s"] for r in runs]
-        best = sorted(runs, key=lambda r: r["rows_per_s"])[len(runs) // 2]  # the median run
-        results[name] = dict(best, cmd=cmd, runs=runs, spread=spread(rates), rows_per_s=median(rates))
+                f"first byte {r['first_byte_s']:.2f}s  peak RSS {r['peak_rss_mib']:.0f} MiB  "
+                f"load {os.getloadavg()[0]:.1f}")
+    results = {}
+    for name, (cmd, fmt, repeat) in chosen.items():
+        rates = [r["rows_per_s"] for r in runs[name]]
+        mid = sorted(runs[name], key=lambda r: r["rows_per_s"])[len(rates) // 2]  # the median run
+        results[name] = dict(mid, cmd=cmd, runs=runs[name], spread=spread(rates), rows_per_s=median(rates),
+                             best_rows_per_s=max(rates))
     if only:
         return [], results
     j, a = results["paimon-tail jsonl"], results["paimon-tail arrow"]
     naive, limit_j, limit_a = (results["naive pypaimon loop"], results["limit: pyarrow + polars ndjson"],
                                results["limit: pyarrow + Arrow IPC"])
-    note = f"{ds.rows:,} rows in {ds.commits} commits; median of {size.repeat}"
+    sp = ", ".join(f"{n} {results[n]['spread'] * 100:.0f}%" for n in results if results[n]["spread"] is not None)
+    note = (f"{ds.rows:,} rows in {ds.commits} commits; median of {size.repeat} interleaved runs"
+            + (f"; spread (max-min)/median: {sp}" if sp else ""))
     rows = [
         Row("catch-up", "jsonl", j["rows_per_s"], limit_j["rows_per_s"], "pyarrow+polars ndjson", "rows/s", True,
             ">= 0.8x limit", j["rows_per_s"] >= 0.8 * limit_j["rows_per_s"] if size.name == "full" else None,

@@ -148,18 +148,48 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def wait_rusage(proc: subprocess.Popen, timeout: float) -> tuple:
-    """Wait for ``proc`` and return (returncode, peak RSS in MiB) from wait4, i.e. for this child only."""
+def vm_hwm_mib(pid: int) -> float:
+    """Peak RSS so far of a live process (VmHWM, which exec resets: the fork's copy of our memory is not in it)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+class PeakRss:
+    """Samples a child's VmHWM every 10 ms until it exits (wait4's ru_maxrss would count the pre-exec fork)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak, self._stop = pid, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, vm_hwm_mib(self.pid))
+            self._stop.wait(0.01)
+
+    def stop(self) -> float:
+        self.peak = max(self.peak, vm_hwm_mib(self.pid))
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def wait_rusage(proc: subprocess.Popen, timeout: float, peak: "PeakRss") -> tuple:
+    """Wait for ``proc``; return (returncode, peak RSS in MiB of the program it exec'd)."""
     deadline = time.monotonic() + timeout
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, usage.ru_maxrss / 1024.0
+    while proc.poll() is None:
+        peak.peak = max(peak.peak, vm_hwm_mib(proc.pid))
         if time.monotonic() > deadline:
             proc.kill()
             raise TimeoutError(f"{proc.args} did not finish in {timeout}s")
-        time.sleep(0.005)
+        time.sleep(0.002)
+    return proc.returncode, peak.stop()
 
 
 def drain_stderr(proc: subprocess.Popen) -> List[bytes]:

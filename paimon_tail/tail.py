@@ -12,6 +12,11 @@ from typing import Callable, Optional, TextIO
 from .output.renderers import ArrowStreamRenderer, Renderer
 from .stream.follower import Follower
 
+# Batches at least this big are rendered in a thread: encoding 64k rows takes tens of milliseconds, which would
+# stall the event loop (status line, reader hand-offs, other tasks of a program using the library). Smaller ones
+# (a live tail's few rows) are rendered inline, where a thread hop would only add latency.
+OFFLOAD_ROWS = 2048
+
 
 async def tail(follower: Follower, renderer: Renderer, max_rows: Optional[int] = None,
                status: Optional[TextIO] = None, status_interval: float = 1.0,
@@ -33,6 +38,9 @@ async def tail(follower: Follower, renderer: Renderer, max_rows: Optional[int] =
     if start is not None:
         start()
     agen = follower.__aiter__()
+    offload = getattr(renderer, "thread_safe", False)
+    loop = asyncio.get_running_loop()
+    executor = None
     try:
         async for item in agen:
             stats = follower.stats
@@ -52,13 +60,22 @@ async def tail(follower: Follower, renderer: Renderer, max_rows: Optional[int] =
                 written = max_rows
                 renderer.flush()
                 return written
-            renderer.write(batch)
+            if offload and batch.num_rows >= OFFLOAD_ROWS:
+                if executor is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    executor = ThreadPoolExecutor(1, thread_name_prefix="paimon-tail-render")
+                await loop.run_in_executor(executor, renderer.write, batch)
+            else:
+                renderer.write(batch)
             written += batch.num_rows
             if item.last_in_snapshot:
                 renderer.flush()
         return written
     finally:
         await agen.aclose()
+        if executor is not None:
+            executor.shutdown(wait=True)
         if ticker is not None:
             ticker.cancel()
         if isinstance(renderer, ArrowStreamRenderer):

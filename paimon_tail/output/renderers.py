@@ -31,6 +31,9 @@ def _polars_write(write, stream) -> None:
 
 
 class Renderer:
+    # write() may run in a worker thread (one at a time, in order): tail() renders big batches off the loop
+    thread_safe = False
+
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
         self.rows = 0
@@ -46,6 +49,8 @@ class Renderer:
 
 
 class JsonLinesRenderer(Renderer):
+    thread_safe = True
+
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
@@ -57,6 +62,8 @@ class JsonLinesRenderer(Renderer):
 
 
 class DelimitedRenderer(Renderer):
+    thread_safe = True
+
     def __init__(self, stream: BinaryIO, separator: str = ",") -> None:
         super().__init__(stream)
         self.separator = separator
@@ -82,6 +89,8 @@ class DelimitedRenderer(Renderer):
 
 
 class ArrowStreamRenderer(Renderer):
+    thread_safe = True
+
     def __init__(self, stream: BinaryIO) -> None:
         super().__init__(stream)
         self._writer: Optional[pa.ipc.RecordBatchStreamWriter] = None

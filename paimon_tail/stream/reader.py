@@ -1,15 +1,17 @@
 """Splits → Arrow record batches, read in threads so the event loop never blocks on I/O or decoding.
 
-Up to ``workers`` splits are read at once; their batches come out in split order through small bounded queues,
-so memory holds at most ``workers × queue_size`` batches whatever the backlog (backpressure all the way down to
-the file reads). Closing the iterator early stops the threads.
+``open(splits)`` starts reading at once and returns a ``SplitStream``: up to ``workers`` splits are read at a time;
+their batches come out in split order through small bounded queues, so memory holds at most
+``workers × queue_size`` batches per open stream whatever the backlog (backpressure all the way down to the file
+reads). The follower opens the next snapshot's stream while the current one is still being written (read-ahead),
+so decoding snapshot N+1 overlaps writing snapshot N. Closing a stream early stops its threads.
 """
 from __future__ import annotations
 
 import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import AsyncIterator, Sequence, Tuple
+from typing import AsyncIterator, List, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -30,7 +32,9 @@ class SplitReader:
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="paimon-tail-read")
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        # Queued producers still run (and return at once when their stream is closed): cancelling them could
+        # leave an open stream waiting for a split that is never read.
+        self._pool.shutdown(wait=False)
 
     def read_split_batches(self, split):
         """Blocking iterator of one split's non-empty batches (used directly by the Spark source and service)."""
@@ -44,49 +48,81 @@ class SplitReader:
             if close is not None:
                 close()
 
+    def open(self, splits: Sequence) -> "SplitStream":
+        """Start reading ``splits`` now (call from the event loop); iterate the result for ``(split, batch)``."""
+        return SplitStream(self, list(splits), asyncio.get_running_loop())
+
     async def read(self, splits: Sequence) -> AsyncIterator[Tuple[object, pa.RecordBatch]]:
         """Yield ``(split, batch)`` in split order."""
-        if not splits:
-            return
-        loop = asyncio.get_running_loop()
-        stop = threading.Event()
-        queues = [asyncio.Queue(maxsize=self.queue_size) for _ in splits]
-        futures = []
-
-        def put(q: asyncio.Queue, item) -> None:
-            fut = asyncio.run_coroutine_threadsafe(q.put(item), loop)
-            while True:
-                if stop.is_set():
-                    fut.cancel()
-                    raise _Stopped()
-                try:
-                    fut.result(timeout=0.2)
-                    return
-                except TimeoutError:
-                    continue
-
-        def produce(index: int) -> None:
-            q = queues[index]
-            try:
-                for batch in self.read_split_batches(splits[index]):
-                    if stop.is_set():
-                        return
-                    put(q, batch)
-                put(q, _DONE)
-            except _Stopped:
-                return
-            except BaseException as e:  # delivered to the consumer, raised there
-                if not stop.is_set():
-                    try:
-                        put(q, e)
-                    except _Stopped:
-                        pass
-
+        stream = self.open(splits)
         try:
-            for i, split in enumerate(splits):
-                while len(futures) < min(len(splits), i + self.workers):
-                    futures.append(self._pool.submit(produce, len(futures)))
-                q = queues[i]
+            async for item in stream:
+                yield item
+        finally:
+            stream.close()
+
+
+class SplitStream:
+    """The batches of one list of splits, in split order; producers run in the reader's pool.
+
+    Producers are submitted in split order and at most ``workers`` ahead of the consumer. ``submitted_all``
+    tells the follower when it may open the next stream without a deadlock: every producer of this stream is
+    then ahead of the next stream's in the pool's FIFO queue.
+    """
+
+    def __init__(self, reader: SplitReader, splits: List, loop: asyncio.AbstractEventLoop) -> None:
+        self.reader, self.splits, self.loop = reader, splits, loop
+        self.stop = threading.Event()
+        self.queues = [asyncio.Queue(maxsize=reader.queue_size) for _ in splits]
+        self.submitted = 0
+        self._submit_up_to(reader.workers)
+
+    @property
+    def submitted_all(self) -> bool:
+        return self.submitted >= len(self.splits)
+
+    def _submit_up_to(self, n: int) -> None:
+        while self.submitted < min(len(self.splits), n):
+            self.reader._pool.submit(self._produce, self.submitted)
+            self.submitted += 1
+
+    def _put(self, q: asyncio.Queue, item) -> None:
+        if self.stop.is_set():
+            raise _Stopped()
+        fut = asyncio.run_coroutine_threadsafe(q.put(item), self.loop)
+        while True:
+            try:
+                fut.result(timeout=0.2)
+                return
+            except TimeoutError:
+                if self.stop.is_set():
+                    fut.cancel()
+                    raise _Stopped() from None
+
+    def _produce(self, index: int) -> None:
+        q = self.queues[index]
+        try:
+            if self.stop.is_set():
+                return
+            for batch in self.reader.read_split_batches(self.splits[index]):
+                if self.stop.is_set():
+                    return
+                self._put(q, batch)
+            self._put(q, _DONE)
+        except _Stopped:
+            return
+        except BaseException as e:  # delivered to the consumer, raised there
+            if not self.stop.is_set():
+                try:
+                    self._put(q, e)
+                except (_Stopped, RuntimeError):
+                    pass
+
+    async def __aiter__(self) -> AsyncIterator[Tuple[object, pa.RecordBatch]]:
+        try:
+            for i, split in enumerate(self.splits):
+                self._submit_up_to(i + self.reader.workers)
+                q = self.queues[i]
                 while True:
                     item = await q.get()
                     if item is _DONE:
@@ -95,7 +131,10 @@ class SplitReader:
                         raise item
                     yield split, item
         finally:
-            stop.set()
-            for q in queues:  # unblock producers waiting on a full queue
-                while not q.empty():
-                    q.get_nowait()
+            self.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        for q in self.queues:  # unblock producers waiting on a full queue
+            while not q.empty():
+                q.get_nowait()

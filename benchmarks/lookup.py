@@ -454,7 +454,7 @@ def table_rows(out: dict) -> List[dict]:
                 row["vs baseline"] = f"{v / b:.2f}x {base.replace('_keys_per_s', '')}"
             else:
                 row["vs baseline"] = f"{v / b:.2f}x {base.replace('_ms', '')}"
-        if key.startswith("single") and out.get("pypaimon_filtered_read_p50_ms"):
+        if key.startswith("single") and key.endswith("p50_ms") and out.get("pypaimon_filtered_read_p50_ms"):
             row["vs pypaimon"] = f"{out['pypaimon_filtered_read_p50_ms'] / v:.0f}x faster"
         if key.startswith("single_sync_p50") and out.get("redis_get_p50_ms"):
             row["vs baseline"] += f"; {v / out['redis_get_p50_ms']:.1f}x redis GET"

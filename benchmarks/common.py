@@ -47,9 +47,16 @@ SIZES = {
 
 
 # -- the product under test -----------------------------------------------------------------------------------
+def product_src() -> Optional[str]:
+    """``--product PATH``: measure the paimon-tail source tree at PATH (e.g. a git worktree of an older commit)."""
+    return os.environ.get("PAIMON_TAIL_BENCH_SRC") or None
+
+
 def paimon_tail_cmd() -> List[str]:
     """The installed console script next to this interpreter (what a user runs), else ``-m paimon_tail``."""
     script = Path(sys.executable).parent / "paimon-tail"
+    if product_src():
+        return [sys.executable, "-m", "paimon_tail"]
     return [str(script)] if script.exists() else [sys.executable, "-m", "paimon_tail"]
 
 
@@ -60,7 +67,7 @@ def baseline_cmd(*args: str) -> List[str]:
 def child_env() -> dict:
     env = dict(os.environ)
     env.pop("PAIMON_WAREHOUSE", None)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (product_src(), str(ROOT), env.get("PYTHONPATH", "")) if p)
     return env
 
 

@@ -12,6 +12,7 @@ target is missed, unless --strict.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -37,8 +38,13 @@ def main(argv=None) -> int:
     ap.add_argument("name", choices=BENCHES + ("all", "lookup", "spark"))
     ap.add_argument("--size", choices=tuple(SIZES), default="tiny")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--product", metavar="PATH", help="measure the paimon-tail source tree at PATH instead of the "
+                    "installed one (e.g. `git worktree add /tmp/before <commit>` for a before/after table)")
     ap.add_argument("extra", nargs="*", help="arguments passed to lookup/spark")
     args = ap.parse_args(argv)
+    if args.product:
+        os.environ["PAIMON_TAIL_BENCH_SRC"] = str(Path(args.product).resolve())
+        sys.path.insert(0, os.environ["PAIMON_TAIL_BENCH_SRC"])
     size = SIZES[args.size]
 
     if args.name in ("lookup", "spark"):
@@ -50,6 +56,13 @@ def main(argv=None) -> int:
 
     names = BENCHES if args.name == "all" else (args.name,)
     info = machine()
+    import paimon_tail
+
+    info["product"] = str(Path(paimon_tail.__file__).resolve().parent.parent)
+    info["product_commit"] = subprocess.run(["git", "-C", info["product"], "rev-parse", "--short", "HEAD"],
+                                            capture_output=True, text=True).stdout.strip() \
+        if (Path(info["product"]) / ".git").exists() else Path(info["product"]).name
+    log(f"product: {info['product']} @ {info['product_commit']}")
     log(f"machine: {info['cpus']} CPUs ({info['cpu']}), {info['memory']}, load {info['loadavg_start']:.2f}; "
         f"size {size.name}")
     all_rows, details = [], {}
@@ -67,7 +80,7 @@ def main(argv=None) -> int:
             rows, det = memory.run(size, log, naive=naive)
         all_rows += rows
         details[name] = det
-    path = save(args.name, size, all_rows, details, info)
+    path = save(args.name + ("-" + info["product_commit"] if args.product else ""), size, all_rows, details, info)
     print()
     print(f"paimon-tail benchmarks, size {size.name}: {info['cpus']} CPUs, {info['memory']}, "
           f"load average {info['loadavg_start']:.1f}, {time.perf_counter() - t0:.0f}s")

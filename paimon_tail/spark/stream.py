@@ -177,7 +177,7 @@ class StreamPlanner:
             return None
         self._refresh_schema(snap.schema_id)
         if pos.full:
-            splits = list(self.planner.full_plan(snap).splits())
+            splits = list(self.planner.start_plan(snap).splits())
         elif self.planner.should_scan(snap):
             splits = list(self.planner.delta_plan(snap).splits())
         else:

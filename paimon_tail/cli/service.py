@@ -46,14 +46,25 @@ def _security(token_file, tls_cert, tls_key, tls_ca):
               help="Seconds a registration stays valid without a refresh.")
 @click.option("--max-batch-keys", type=click.IntRange(1, 10_000_000), default=100_000, show_default=True)
 @click.option("--max-message-mb", type=click.IntRange(1, 2047), default=64, show_default=True)
+@click.option("--spark", "use_spark", is_flag=True,
+              help="Run the executors as the tasks of one Spark barrier job (this process is the driver).")
+@click.option("--master", metavar="URL", help="Spark master for --spark (default: Spark's own, e.g. local[*]).")
+@click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+              help="Spark setting for --spark (repeatable).")
 @_security_options
 def serve(tables, catalog, executors, host, port, local_dir, lease, max_batch_keys, max_message_mb,
-          token_file, tls_cert, tls_key, tls_ca) -> None:
+          use_spark, master, spark_conf, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
     from ..service.security import is_loopback
     from ..service.server import QueryService, ServeOptions
 
     security = _security(token_file, tls_cert, tls_key, tls_ca)
+    launcher = None
+    if (master or spark_conf) and not use_spark:
+        raise UsageError("--master and --spark-conf need --spark")
+    if use_spark:
+        launcher = _spark_launcher(tables, master, spark_conf, host, executors)
+        executors = executors or 2
     if not is_loopback(host):
         click.echo(
             f"paimon-tail: WARNING: serving on {host}, reachable beyond this machine"
@@ -62,7 +73,7 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, max_batch_ke
     options = ServeOptions(
         tables=list(tables), catalog=catalog, executors=executors, host=host, port=port, local_dir=local_dir,
         security=security, lease_seconds=lease, max_batch_keys=max_batch_keys,
-        max_message_bytes=max_message_mb << 20,
+        max_message_bytes=max_message_mb << 20, launcher=launcher,
     )
 
     async def main() -> None:
@@ -75,8 +86,9 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, max_batch_ke
                 pass
         try:
             await service.start()
+            where = f" in Spark job group {launcher.group}" if launcher is not None else ""
             click.echo(f"paimon-tail: serving {', '.join(tables)} at {service.address} with "
-                       f"{service.num_executors} executor(s); loading…", err=True)
+                       f"{service.num_executors} executor(s){where}; loading…", err=True)
             t0 = time.monotonic()
             ready = asyncio.ensure_future(service.wait_ready(3600))
             forever = asyncio.ensure_future(service.serve_forever())
@@ -91,6 +103,18 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, max_batch_ke
             await service.stop()
 
     run(main())
+
+
+def _spark_launcher(tables, master, spark_conf, host, executors):
+    from ..service.security import is_loopback
+    from ..spark.service_job import SparkExecutors, parse_conf
+
+    conf = parse_conf(spark_conf)
+    launcher = SparkExecutors(master=master, conf=conf, app_name=f"paimon-tail serve {' '.join(tables)}")
+    if not launcher._local() and is_loopback(host):
+        raise UsageError("--spark on a cluster needs a routable --host for the address server",
+                         hint="e.g. --host 0.0.0.0 with a token (PAIMON_TAIL_TOKEN) and TLS")
+    return launcher
 
 
 # ------------------------------------------------------------------------------------------------------ lookup

@@ -293,6 +293,8 @@ class Executor:
         self._stop = asyncio.Event()
         self.server: Optional[grpc.aio.Server] = None
         self.root = os.path.join(spec.local_dir, f"executor-{spec.index}-{self.instance_id[:8]}")
+        self.stop_reason: Optional[str] = None  # None: stopped by the service ("stop" message, stop())
+        self.orphan_timeout: Optional[float] = None  # remote executors: stop after this long without heartbeats
 
     # -- lookups ------------------------------------------------------------------------------------------
     def answer(self, state: TableState, stores, keys: pa.Table, buckets: np.ndarray, columns):
@@ -382,6 +384,8 @@ class Executor:
             try:
                 msg = self.conn.recv()
             except (EOFError, OSError):
+                if not self._stop.is_set():
+                    self.stop_reason = self.stop_reason or "the service closed the connection"
                 loop.call_soon_threadsafe(self._stop.set)  # the service is gone: so are we
                 return
             loop.call_soon_threadsafe(queue.put_nowait, msg)
@@ -398,6 +402,7 @@ class Executor:
                 await self.apply(msg)
             except Exception:
                 log.exception("executor %s failed to apply %s", self.spec.index, msg[:3])
+                self.stop_reason = f"failed to apply {msg[:3]}"
                 self._stop.set()  # the supervisor restarts us from a full state
                 return
 
@@ -416,8 +421,14 @@ class Executor:
         stub = pbg.AddressServiceStub(channel)
         md = self.spec.security.metadata()
         registered = False
+        last_ok = time.monotonic()
         try:
             while not self._stop.is_set():
+                if self.orphan_timeout is not None and time.monotonic() - last_ok > self.orphan_timeout:
+                    self.stop_reason = f"no address server for {self.orphan_timeout:.0f}s"
+                    log.error("executor %s: %s, stopping", self.spec.index, self.stop_reason)
+                    self._stop.set()
+                    return
                 try:
                     if not registered:
                         await stub.Register(pb.RegisterRequest(
@@ -427,6 +438,7 @@ class Executor:
                     resp = await stub.Heartbeat(pb.HeartbeatRequest(
                         executor_index=self.spec.index, instance_id=self.instance_id, tables=self._serving(),
                         requests=self.requests, keys_looked_up=self.keys_looked_up), timeout=2.0, metadata=md)
+                    last_ok = time.monotonic()
                     if not resp.known:
                         registered = False
                         continue

@@ -8,6 +8,10 @@
 
 A supervisor restarts an executor that exits or stops heart-beating (SIGSTOP, a hung process) within
 ``executor_timeout`` seconds; the scanners then send it the full state of its buckets.
+
+With ``ServeOptions.launcher`` the executors run elsewhere (``paimon_tail.spark.service_job.SparkExecutors``: tasks
+of a Spark job). They dial the change hub (``remote.py``) for their file changes instead of reading a pipe; a new
+connection for an index replaces the old one and gets the full state; the launcher restarts what died.
 """
 from __future__ import annotations
 
@@ -63,6 +67,30 @@ class ServeOptions:
     executor_timeout: float = 3.0  # ... and this long is killed and restarted
     max_batch_keys: int = DEFAULT_MAX_BATCH_KEYS
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # Runs the executors somewhere else (None: local spawn processes). See ExecutorLauncher.
+    launcher: Optional["ExecutorLauncher"] = None
+
+
+class ExecutorLauncher:
+    """Starts executors that are not child processes of the service (e.g. the tasks of a Spark job).
+
+    ``start`` and ``stop`` are called in a worker thread and may block. Each launched executor runs
+    ``paimon_tail.service.remote.run_remote_executor(specs[i], hub, authkey)``. The launcher keeps them running
+    (restarting what dies); ``error`` set means it gave up, which stops the service. ``restart`` asks it to
+    replace all executors (one of them hangs).
+    """
+
+    description = "remote"
+    error: Optional[BaseException] = None
+
+    def start(self, specs: List[ExecutorSpec], hub: str, authkey: bytes) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def restart(self, reason: str) -> None:  # pragma: no cover
+        pass
+
+    def stop(self, timeout: float) -> None:  # pragma: no cover
+        raise NotImplementedError
 
 
 def _advertised(host: str, port: int) -> str:
@@ -126,6 +154,10 @@ class QueryService:
         self._stopped = asyncio.Event()
         self.restarts = 0
         self._ctx = multiprocessing.get_context("spawn")
+        self.launcher: Optional[ExecutorLauncher] = options.launcher
+        self.hub = None  # remote.ChangeHub when a launcher runs the executors
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._last_relaunch = 0.0
 
     # -- start --------------------------------------------------------------------------------------------
     def _open_tables(self) -> None:
@@ -187,12 +219,15 @@ class QueryService:
             raise ServiceError(f"cannot listen on {o.host}:{o.port}")
         await self.server.start()
         self.address = _advertised(o.host, port)
-        for i in range(self.num_executors):
-            self._spawn(i)
+        if self.launcher is None:
+            for i in range(self.num_executors):
+                self._spawn(i)
         for name, table in self.tables.items():
             scanner = TableScanner(name, table, self.num_executors, self._send)
             self.scanners[name] = scanner
             self._tasks.append(asyncio.create_task(scanner.run(), name=f"scanner-{name}"))
+        if self.launcher is not None:
+            await self._start_remote()
         await asyncio.to_thread(self._write_registrations)
         self._tasks.append(asyncio.create_task(self._refresh_registrations(), name="registration"))
         self._tasks.append(asyncio.create_task(self._supervise(), name="supervisor"))
@@ -217,6 +252,79 @@ class QueryService:
         elif ":" in host and not host.startswith("["):
             host = f"[{host}]"
         return f"{host}:{port}"
+
+    # -- remote executors ---------------------------------------------------------------------------------
+    def remote_spec(self, index: int) -> ExecutorSpec:
+        """What a remote executor needs: the advertised address server (routable when --host is), its own
+        local dir (``--local-dir`` as a path on its machine, or a private temp dir there), and a bind host:
+        loopback stays loopback, anything else binds every interface and advertises the task machine's name."""
+        from .security import is_loopback
+
+        o = self.options
+        host = o.host if is_loopback(o.host) else "0.0.0.0"
+        return ExecutorSpec(
+            index=index, num_executors=self.num_executors, tables=list(o.tables), catalog=o.catalog,
+            local_dir=o.local_dir or "", address_server=self.address, host=host, security=o.security,
+            max_batch_keys=o.max_batch_keys, max_message_bytes=o.max_message_bytes,
+        )
+
+    async def _start_remote(self) -> None:
+        from . import remote
+
+        self._loop = asyncio.get_running_loop()
+        authkey = remote.new_authkey()
+        self.hub = remote.ChangeHub(self.options.host, authkey, self.num_executors, self._on_connect)
+        hub = _advertised(self.options.host, self.hub.port)
+        specs = [self.remote_spec(i) for i in range(self.num_executors)]
+        self._last_relaunch = time.monotonic()
+        await asyncio.to_thread(self.launcher.start, specs, hub, authkey)
+
+    def _on_connect(self, index: int, instance_id: str, conn) -> None:  # hub thread
+        loop = self._loop
+        if loop is None or loop.is_closed() or self._stopped.is_set():
+            conn.close()
+            return
+        try:
+            loop.call_soon_threadsafe(self._attach, index, instance_id, conn)
+        except RuntimeError:  # the loop closed meanwhile
+            conn.close()
+
+    def _attach(self, index: int, instance_id: str, conn) -> None:
+        from .remote import RemoteLink
+
+        if self._stopped.is_set():
+            conn.close()
+            return
+        old = self.links[index]
+        if old is not None:
+            log.warning("executor %d connected again (instance %s): replacing the previous one", index,
+                        instance_id[:8])
+            old.close()
+            self.restarts += 1
+        self.links[index] = RemoteLink(index, instance_id, conn)
+        for scanner in self.scanners.values():
+            scanner.request_full(index)
+
+    def _supervise_remote(self, now: float) -> None:
+        o = self.options
+        for i, link in enumerate(self.links):
+            rec = self.registry.executors[i]
+            if link is not None and link.closed.is_set():
+                log.warning("executor %d disconnected; waiting for the launcher to bring it back", i)
+                self.links[i] = None
+                if rec.instance_id == link.instance_id:
+                    self.registry.forget(i)
+                continue
+            silent = rec.address and now - rec.last_heartbeat > max(10.0, 3 * o.executor_timeout)
+            if silent and now - self._last_relaunch > 30.0:
+                self._last_relaunch = now
+                self.registry.forget(i)
+                reason = f"executor {i} sent no heartbeat for {now - rec.last_heartbeat:.1f}s"
+                log.warning("%s: restarting the executors", reason)
+                self.restarts += 1
+                threading.Thread(target=self.launcher.restart, args=(reason,), daemon=True).start()
+        if self.launcher.error is not None:
+            raise ServiceError(f"{self.launcher.description} executors failed: {self.launcher.error}")
 
     def _spawn(self, index: int) -> None:
         parent, child = self._ctx.Pipe()
@@ -253,7 +361,9 @@ class QueryService:
         while True:
             await asyncio.sleep(0.2)
             now = time.monotonic()
-            for i, link in enumerate(self.links):
+            if self.launcher is not None:
+                self._supervise_remote(now)
+            for i, link in enumerate(self.links if self.launcher is None else ()):
                 if link is None:
                     continue
                 rec = self.registry.executors[i]
@@ -338,6 +448,8 @@ class QueryService:
             if link is not None:
                 link.send(("stop",))
         deadline = time.monotonic() + 3.0
+        if self.launcher is not None:
+            await self._stop_remote(deadline)
         for link in self.links:
             if link is None:
                 continue
@@ -353,6 +465,22 @@ class QueryService:
             self.server = None
         if self._own_local_dir:
             shutil.rmtree(self.local_dir, ignore_errors=True)
+
+    async def _stop_remote(self, deadline: float) -> None:
+        for link in self.links:  # executors close their end when they exit
+            while link is not None and not link.closed.is_set() and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        for i, link in enumerate(self.links):
+            if link is not None:
+                link.close()
+            self.links[i] = None
+        if self.hub is not None:
+            self.hub.close()
+            self.hub = None
+        try:
+            await asyncio.to_thread(self.launcher.stop, 10.0)
+        except Exception as e:  # noqa: BLE001 - the service is going down anyway
+            log.warning("could not stop the %s executors cleanly: %s", self.launcher.description, e)
 
     async def __aenter__(self) -> "QueryService":
         try:

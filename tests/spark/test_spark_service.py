@@ -1,0 +1,261 @@
+"""``paimon-tail serve --spark``: the query service's executors as the tasks of a real local Spark job.
+
+One ``python -m paimon_tail serve ... --spark --master local[2]`` process (its own session, so everything it
+starts — the driver JVM, the Python workers running the executors — can be found and must be gone at the end).
+The tests run in file order: lookups vs the batch read, a commit while serving, a killed task (the barrier stage
+fails, the job is resubmitted and the executors register again), then SIGTERM ends it all.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import List
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+try:
+    import pyspark  # noqa: F401
+except ImportError as e:  # pragma: no cover
+    pytest.skip(f"!!! PySpark is not installed ({e}): the Spark service tests DID NOT RUN. "
+                "Install it with: pip install 'paimon-tail[spark]'", allow_module_level=True)
+
+from paimon_tail.catalog import catalog_config
+from paimon_tail.service.client import LookupClient
+
+import pyarrow as pa
+
+PK_SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("name", pa.string()), ("amount", pa.int32()),
+                       ("op", pa.string())])
+
+
+class Warehouse:
+    """A pypaimon warehouse: writes, and the oracle (pypaimon's batch read by primary key)."""
+
+    def __init__(self, path: str) -> None:
+        from pypaimon import CatalogFactory
+
+        self.path = path
+        self.catalog = CatalogFactory.create({"warehouse": path})
+        self.catalog.create_database("db", True)
+
+    def create(self, name, schema, primary_keys, partition_keys, **options):
+        from pypaimon import Schema
+
+        opts = {"rowkind.field": "op", **{k: str(v) for k, v in options.items()}}
+        self.catalog.create_table(f"db.{name}", Schema.from_pyarrow_schema(
+            schema, partition_keys=partition_keys, primary_keys=primary_keys, options=opts), False)
+
+    def write(self, name: str, rows) -> int:
+        table = self.catalog.get_table(f"db.{name}")
+        wb = table.new_batch_write_builder()
+        w, c = wb.new_write(), wb.new_commit()
+        w.write_arrow(pa.Table.from_pylist(rows, schema=PK_SCHEMA))
+        c.commit(w.prepare_commit())
+        w.close()
+        c.close()
+        return table.snapshot_manager().get_latest_snapshot().id
+
+    def batch_read(self, name: str) -> dict:
+        table = self.catalog.get_table(f"db.{name}")
+        rb = table.new_read_builder()
+        rows = rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
+        pk = table.table_schema.primary_keys
+        return {tuple(r[k] for k in pk): r for r in rows}
+
+N = 400
+DATES = ("2026-11-01", "2026-11-02", "2026-11-03")
+
+
+def _rows(ids, tag, op="+I"):
+    return [{"id": i, "dt": DATES[i % 3], "name": f"{tag}-{i}", "amount": i % 1000, "op": op} for i in ids]
+
+
+def _session_pids(sid: int) -> List[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid and fields[0] != "Z":  # session id; zombies are already gone
+                out.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _listening(address: str) -> bool:
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+class SparkServe:
+    def __init__(self, warehouse: str, tmp: Path) -> None:
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, TMPDIR=str(tmp))
+        env.pop("PAIMON_TAIL_TOKEN", None)
+        self.tmp = tmp
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "paimon_tail", "serve", "db.orders", "--warehouse", warehouse,
+             "--executors", "2", "--spark", "--master", "local[2]",
+             "--spark-conf", "spark.ui.enabled=false", "--spark-conf", "spark.driver.host=127.0.0.1",
+             "--spark-conf", "spark.driver.bindAddress=127.0.0.1"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+        )
+        self.lines: List[str] = []
+        self.ready = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip())
+            if "ready in" in line:
+                self.ready.set()
+
+    def log(self) -> str:
+        return "\n".join(line for line in self.lines if not line.lstrip().startswith("at "))[-6000:]
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 60) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+            raise AssertionError("serve --spark did not stop:\n" + self.log())
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory) -> Warehouse:
+    w = Warehouse(str(tmp_path_factory.mktemp("wh")))
+    w.create("orders", PK_SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], bucket=3)
+    w.write("orders", _rows(range(N), "v1"))
+    w.write("orders", _rows(range(0, N, 7), "v2", "+U"))
+    w.write("orders", _rows(range(3, N, 11), "gone", "-D"))
+    return w
+
+
+@pytest.fixture(scope="module")
+def served(wh, tmp_path_factory):
+    svc = SparkServe(wh.path, tmp_path_factory.mktemp("tmp"))
+    if not svc.ready.wait(120):
+        svc.stop(signal.SIGKILL)
+        pytest.fail("serve --spark was not ready:\n" + svc.log())
+    yield svc
+    if svc.proc.poll() is None:
+        os.killpg(svc.proc.pid, signal.SIGKILL)
+        svc.proc.wait(10)
+
+
+@pytest.fixture
+def client(wh, served):
+    c = LookupClient("db.orders", catalog_config(wh.path), timeout=30)
+    yield c
+    c.close_sync()
+
+
+def _all_keys():
+    keys = [(i, DATES[i % 3]) for i in range(N + 50)]  # present, updated, deleted, never written
+    keys += [(i, "2026-11-09") for i in range(20)]  # right id, unknown partition
+    return keys
+
+
+def _check_against_batch_read(wh, client, min_snapshot=None):
+    oracle = wh.batch_read("orders")
+    keys = _all_keys()
+    result = client.lookup_sync([{"id": i, "dt": d} for i, d in keys], min_snapshot=min_snapshot)
+    got = {(r["id"], r["dt"]): r for r in result.rows.to_pylist()}
+    assert got == {k: oracle[k] for k in keys if k in oracle}
+    assert sorted(result.missing) == [i for i, k in enumerate(keys) if k not in oracle]
+    return result
+
+
+def test_executors_are_spark_tasks_and_answer_like_the_batch_read(wh, served, client):
+    result = _check_against_batch_read(wh, client)
+    assert set(result.snapshot_ids.values()) == {3}
+    assert (3, DATES[0]) in {(i, d) for i, d in _all_keys()} and len(result.missing) > 50
+    st = client.status_sync()
+    assert st.num_executors == 2
+    for e in st.executors:
+        assert e.info.alive and e.info.address.startswith("127.0.0.1:")
+        # The executor runs inside a Python worker of the Spark job, not a spawn child of serve.
+        assert "pyspark" in _cmdline(e.info.pid), _cmdline(e.info.pid)
+    assert sum(len(e.buckets) for e in st.executors) == 9  # 3 partitions x 3 buckets, split between two
+
+
+def _status(wh):
+    with LookupClient("db.orders", catalog_config(wh.path), timeout=20) as c:
+        return c.status_sync()
+
+
+def test_commit_while_serving_is_visible_with_min_snapshot(wh, served, client):
+    snap = wh.write("orders", _rows(range(0, N, 5), "v3", "+U") + _rows([N + 1, N + 2], "new"))
+    result = _check_against_batch_read(wh, client, min_snapshot=snap)
+    assert set(result.snapshot_ids.values()) == {snap}
+    row = client.get_sync({"id": 5, "dt": DATES[5 % 3]})
+    assert row["name"] == "v3-5"
+    # The CLI lookup does not know the difference either.
+    out = subprocess.run([sys.executable, "-m", "paimon_tail", "lookup", "db.orders", f"id={N + 1},dt={DATES[(N + 1) % 3]}",
+                          "--warehouse", wh.path, "--min-snapshot", str(snap), "--format", "jsonl"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f'"name":"new-{N + 1}"' in out.stdout.replace(" ", "")
+
+
+def test_a_killed_task_is_replaced_and_registers_again(wh, served, client):
+    before = _status(wh)
+    victim = before.executors[1].info
+    os.kill(victim.pid, signal.SIGKILL)  # the Python worker running executor 1
+    deadline = time.monotonic() + 90
+    while True:
+        st = _status(wh)
+        pids = [e.info.pid for e in st.executors]
+        if (all(e.info.alive and e.info.snapshot_id > 0 for e in st.executors) and victim.pid not in pids
+                and all(e.info.restarts >= 1 for e in st.executors)):
+            break
+        assert time.monotonic() < deadline, f"executors did not come back: {st}\n{served.log()}"
+        time.sleep(0.5)
+    # The barrier stage failed as a whole: both executors are new Spark tasks, registered under their index.
+    assert all(e.info.instance_id != b.info.instance_id for e, b in zip(st.executors, before.executors))
+    _check_against_batch_read(wh, client)
+    assert served.proc.poll() is None
+
+
+def test_stopping_serve_ends_the_spark_job(wh, served):
+    st = _status(wh)
+    addresses = [st.address] + [e.info.address for e in st.executors]
+    assert all(_listening(a) for a in addresses)
+    children = _session_pids(served.proc.pid)
+    assert any("pyspark" in _cmdline(p) for p in children) and any("java" in _cmdline(p) for p in children)
+    t0 = time.monotonic()
+    assert served.stop(signal.SIGTERM) == 0, served.log()
+    assert time.monotonic() - t0 < 30
+    deadline = time.monotonic() + 15
+    while _session_pids(served.proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = {p: _cmdline(p) for p in _session_pids(served.proc.pid)}
+    assert not left, f"left behind: {left}"
+    assert not any(_listening(a) for a in addresses)
+    assert not list((Path(wh.path) / "db.db" / "orders" / "service").glob("service-*"))  # registration removed
+    assert not list(served.tmp.glob("paimon-tail-*")), list(served.tmp.iterdir())  # executor dirs removed

@@ -18,10 +18,23 @@ from .values import dumps, plain_rows, polars_can_write, to_polars
 FORMATS = ("auto", "jsonl", "table", "csv", "tsv", "arrow")
 
 
+class _Unflushed:
+    """The stream as polars sees it: polars flushes after every write_ndjson/write_csv (twice), i.e. per batch;
+    we flush once per snapshot (``Renderer.flush``), so a snapshot of many small batches is one write to the OS."""
+
+    __slots__ = ("write",)
+
+    def __init__(self, stream) -> None:
+        self.write = stream.write
+
+    def flush(self) -> None:
+        pass
+
+
 def _polars_write(write, stream) -> None:
     """polars reports a closed pipe as a plain OSError from Rust; make it the BrokenPipeError it is."""
     try:
-        write(stream)
+        write(_Unflushed(stream))
     except BrokenPipeError:
         raise
     except OSError as e:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -56,6 +57,25 @@ def run_executor_task(specs, hub: str, authkey: bytes, orphan_timeout: float, it
         # Fail the stage: barrier mode then restarts every executor (a lone dead one would leave a hole).
         raise RuntimeError(f"paimon-tail executor {index} ended: {reason}")
     yield index
+
+
+_PY_ERROR = re.compile(r"^([A-Z]\w*(Error|Exception|Interrupt)): (.+)")
+_JAVA_ERROR = re.compile(r"^(?:Caused by: )?[\w.$]+(?:Exception|Error): (.+)")
+
+
+def job_failure(e: BaseException) -> str:
+    """One line out of a failed job's Py4J error: the Python error in a task if there is one (a missing module,
+    an executor that ended), else the innermost Spark reason (a crashed worker, a cancelled job)."""
+    lines = [line.strip() for line in str(e).splitlines()]
+    for line in lines:
+        m = _PY_ERROR.match(line)
+        if m and "." not in m.group(1):
+            return line[:300]
+    reasons = [m.group(1) for m in map(_JAVA_ERROR.match, lines) if m]
+    reasons = [r for r in reasons if not r.startswith("An error occurred while calling")]
+    if reasons:
+        return reasons[-1].split(". Consider setting")[0][:300]
+    return (lines[0] if lines and lines[0] else type(e).__name__)[:300]
 
 
 def parse_conf(pairs) -> Dict[str, str]:
@@ -115,15 +135,13 @@ class SparkExecutors(ExecutorLauncher):
         # umask, threads): one executor per worker process.
         conf.setdefault("spark.python.worker.reuse", "false")
         conf.setdefault("spark.ui.showConsoleProgress", "false")  # serve's stderr is for its own lines
+        conf.setdefault("spark.log.level", os.environ.get("PAIMON_TAIL_SPARK_LOG", "ERROR"))
         builder = SparkSession.builder.appName(self.app_name)
         if self.master:
             builder = builder.master(self.master)
         for k, v in conf.items():
             builder = builder.config(k, v)
-        session = builder.getOrCreate()
-        if "spark.log.level" not in conf:
-            session.sparkContext.setLogLevel(os.environ.get("PAIMON_TAIL_SPARK_LOG", "ERROR"))
-        return session
+        return builder.getOrCreate()
 
     # -- ExecutorLauncher ---------------------------------------------------------------------------------
     def start(self, specs, hub: str, authkey: bytes) -> None:
@@ -160,15 +178,13 @@ class SparkExecutors(ExecutorLauncher):
             except Exception as e:  # noqa: BLE001 - a failed job (a task died, cancelled): resubmit
                 if self._stopping.is_set():
                     return
-                text = str(e).strip().splitlines()
-                log.warning("the Spark job of the executors failed (%s): resubmitting it",
-                            text[0][:300] if text else type(e).__name__)
+                why = job_failure(e)
+                log.warning("the Spark job of the executors failed (%s): resubmitting it", why)
                 lasted = time.monotonic() - t0
                 quick_failures = quick_failures + 1 if lasted < QUICK else 1
                 backoff = backoff * 2 if lasted < QUICK else 1.0
                 if quick_failures >= MAX_QUICK_FAILURES:
-                    self.error = RuntimeError(
-                        f"the Spark job failed {quick_failures} times in a row: {text[-1][:500] if text else e}")
+                    self.error = RuntimeError(f"the Spark job failed {quick_failures} times in a row, last: {why}")
                     return
             self._stopping.wait(min(backoff, 10.0))
 

@@ -259,3 +259,84 @@ def test_stopping_serve_ends_the_spark_job(wh, served):
     assert not any(_listening(a) for a in addresses)
     assert not list((Path(wh.path) / "db.db" / "orders" / "service").glob("service-*"))  # registration removed
     assert not list(served.tmp.glob("paimon-tail-*")), list(served.tmp.iterdir())  # executor dirs removed
+
+
+# ---------------------------------------------------------------------------------------------- no Spark needed
+def test_change_hub_authenticates_both_ways():
+    from multiprocessing import AuthenticationError
+
+    from paimon_tail.service import remote
+
+    got = []
+    key = remote.new_authkey()
+    hub = remote.ChangeHub("127.0.0.1", key, 2, lambda i, inst, conn: got.append((i, inst, conn)))
+    try:
+        with pytest.raises((AuthenticationError, EOFError, OSError)):
+            remote.connect(("127.0.0.1", hub.port), remote.new_authkey(), 0, "x", timeout=2)
+        conn = remote.connect(("127.0.0.1", hub.port), key, 1, "abc", timeout=2)
+        deadline = time.monotonic() + 5
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert [(i, inst) for i, inst, _ in got] == [(1, "abc")]
+        link = remote.RemoteLink(1, "abc", got[0][2])
+        link.send(("delta", "db.t", 5, 0, "APPEND", {}))
+        assert conn.recv() == ("delta", "db.t", 5, 0, "APPEND", {})
+        conn.close()  # the executor went away: the service sees it
+        assert link.closed.wait(5)
+        link.close()
+        bad = remote.connect(("127.0.0.1", hub.port), key, 7, "out-of-range", timeout=2)
+        assert bad.poll(5)
+        with pytest.raises((EOFError, OSError)):  # refused after the handshake: closed
+            bad.recv()
+        bad.close()
+        assert len(got) == 1
+    finally:
+        hub.close()
+
+
+def test_spark_options_need_spark(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "paimon_tail", "serve", "db.t", "--warehouse", str(tmp_path),
+                          "--master", "local[2]"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--master and --spark-conf need --spark" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "paimon_tail", "serve", "db.t", "--warehouse", str(tmp_path),
+                          "--spark", "--spark-conf", "novalue"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "bad --spark-conf" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "paimon_tail", "serve", "db.t", "--warehouse", str(tmp_path),
+                          "--spark", "--master", "spark://nowhere:7077"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "routable --host" in out.stderr
+
+
+def test_a_job_that_cannot_start_ends_serve_with_the_reason(wh, tmp_path):
+    """Workers without a working paimon-tail: the job is resubmitted with backoff, then serve gives up with the
+    task's Python error (exit 1) and leaves nothing running."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text(
+        "import sys\n\n\nclass _Broken:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'pypaimon':\n"
+        "            raise ImportError('pypaimon is broken on this worker')\n\n\n"
+        "sys.meta_path.insert(0, _Broken())\n")
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{fake}:$PYTHONPATH" exec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    env = dict(os.environ, PYSPARK_PYTHON=str(python))
+    env.pop("PAIMON_TAIL_TOKEN", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paimon_tail", "serve", "db.orders", "--warehouse", wh.path, "--executors", "2",
+         "--spark", "--master", "local[2]", "--spark-conf", "spark.ui.enabled=false",
+         "--spark-conf", "spark.driver.host=127.0.0.1", "--spark-conf", "spark.driver.bindAddress=127.0.0.1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    assert proc.returncode == 1, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert "failed 5 times in a row" in last and "ImportError: pypaimon is broken on this worker" in last, last
+    assert err.count("resubmitting it") == 5
+    deadline = time.monotonic() + 15
+    while _session_pids(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _session_pids(proc.pid)
+    assert not list((Path(wh.path) / "db.db" / "orders" / "service").glob("service-*"))

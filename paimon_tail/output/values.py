@@ -51,6 +51,15 @@ def polars_can_write(schema: pa.Schema) -> bool:
     return True
 
 
+def _all_finite(column) -> bool:
+    import pyarrow.compute as pc
+
+    try:
+        return bool(pc.all(pc.is_finite(column)).as_py() is not False)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        return False
+
+
 def to_polars(batch: pa.RecordBatch, nested_as_json: bool = False):
     """A polars frame whose values are already in their JSON/text form (see the module docstring)."""
     import polars as pl
@@ -69,7 +78,8 @@ def to_polars(batch: pa.RecordBatch, nested_as_json: bool = False):
             fmt = "%Y-%m-%dT%H:%M:%S%.f" + ("%:z" if dtype.time_zone else "")
             exprs.append(col.dt.to_string(fmt))
         elif dtype in (pl.Float32, pl.Float64):
-            exprs.append(pl.when(col.is_finite()).then(col).otherwise(None).alias(name))
+            if not _all_finite(batch.column(name)):  # the usual case skips a pass over the column
+                exprs.append(pl.when(col.is_finite()).then(col).otherwise(None).alias(name))
         elif nested_as_json and isinstance(dtype, (pl.Struct, pl.List, pl.Array)):
             exprs.append(pl.Series(name, [None if v is None else dumps(v) for v in batch.column(name).to_pylist()]))
     return df.with_columns(exprs) if exprs else df

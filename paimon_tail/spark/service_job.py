@@ -60,7 +60,7 @@ def run_executor_task(specs, hub: str, authkey: bytes, orphan_timeout: float, it
 
 
 _PY_ERROR = re.compile(r"^([A-Z]\w*(Error|Exception|Interrupt)): (.+)")
-_JAVA_ERROR = re.compile(r"^(?:Caused by: )?[\w.$]+(?:Exception|Error): (.+)")
+_JAVA_ERROR = re.compile(r"^(?::\s*)?(?:Caused by: )?[\w.$]+(?:Exception|Error): (.+)")
 
 
 def job_failure(e: BaseException) -> str:

@@ -50,8 +50,10 @@ def main(argv=None) -> int:
     if args.name in ("lookup", "spark"):
         script = ROOT / "benchmarks" / ("lookup.py" if args.name == "lookup" else "spark_bench.py")
         extra = list(args.extra)
-        if args.name == "lookup" and args.size == "tiny" and not extra:
-            extra = ["--rows", "20000"]
+        if args.name == "lookup" and not extra:
+            extra = ["--size", args.size]
+        if args.name == "spark" and args.size == "tiny" and not extra:
+            extra = ["--rows", "20000", "--snapshots", "4"]
         return subprocess.call([sys.executable, str(script), *extra])
 
     names = BENCHES if args.name == "all" else (args.name,)

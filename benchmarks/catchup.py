@@ -145,3 +145,27 @@ def run(size: Size, log, only=None) -> tuple:
             "MiB", False),
     ]
     return rows, results
+
+
+def ab(size: Size, log, other: str, rounds: int = 5) -> tuple:
+    """This tree against the paimon-tail source at ``other``, alternating run by run (``python -m benchmarks ab``)."""
+    ds = catchup_dataset(size, log)
+    runs: dict = {}
+    for _ in range(rounds):
+        for product in ("this", "other"):
+            if product == "other":
+                os.environ["PAIMON_TAIL_BENCH_SRC"] = other
+            else:
+                os.environ.pop("PAIMON_TAIL_BENCH_SRC", None)
+            try:
+                for fmt, flag in (("jsonl", ["--nl"]), ("arrow", ["-f", "arrow"])):
+                    cmd = paimon_tail_cmd() + ["follow", ds.table, "-w", ds.warehouse, "--from", "earliest", "-e", *flag]
+                    r = run_one(cmd, fmt, ds.rows)
+                    runs.setdefault(f"{product} {fmt}", []).append(r)
+                    log(f"  {product} {fmt}: {r['rows_per_s'] / 1e6:.3f}M rows/s (first byte {r['first_byte_s']:.2f}s)")
+            finally:
+                os.environ.pop("PAIMON_TAIL_BENCH_SRC", None)
+    med = {k: median([r["rows_per_s"] for r in v]) for k, v in runs.items()}
+    rows = [Row("a/b", f"{fmt}, {rounds} alternating runs", med[f"this {fmt}"], med[f"other {fmt}"],
+                os.path.basename(other.rstrip("/")), "rows/s") for fmt in ("jsonl", "arrow")]
+    return rows, {k: {"median_rows_per_s": med[k], "runs": v} for k, v in runs.items()}

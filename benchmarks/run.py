@@ -3,6 +3,7 @@
     python -m benchmarks all --size tiny        # every benchmark in seconds (CI)
     python -m benchmarks all --size full        # the documented full run (docs/performance.md)
     python -m benchmarks latency|catchup|stall|memory [--size tiny|full]
+    python -m benchmarks ab --product PATH [--rounds 5]   # catch-up of this tree vs the source at PATH, alternating
     python -m benchmarks lookup|spark [-- extra args]   # colleagues' scripts (benchmarks/lookup.py, spark_bench.py)
 
 Figures are ratios to a baseline measured in the same run; results go to benchmarks/results/<name>-<size>-*.json
@@ -35,7 +36,8 @@ def log(msg: str) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("name", choices=BENCHES + ("all", "lookup", "spark"))
+    ap.add_argument("name", choices=BENCHES + ("all", "ab", "lookup", "spark"))
+    ap.add_argument("--rounds", type=int, default=5, help="ab: alternating runs of each side")
     ap.add_argument("--size", choices=tuple(SIZES), default="tiny")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--product", metavar="PATH", help="measure the paimon-tail source tree at PATH instead of the "
@@ -56,6 +58,11 @@ def main(argv=None) -> int:
             extra = ["--rows", "20000", "--snapshots", "4"]
         return subprocess.call([sys.executable, str(script), *extra])
 
+    if args.name == "ab":
+        if not args.product:
+            ap.error("ab needs --product PATH (the other source tree)")
+        os.environ.pop("PAIMON_TAIL_BENCH_SRC", None)
+        sys.path.remove(str(Path(args.product).resolve()))
     names = BENCHES if args.name == "all" else (args.name,)
     info = machine()
     import paimon_tail
@@ -75,6 +82,8 @@ def main(argv=None) -> int:
             rows, det = latency.run(size, log)
         elif name == "catchup":
             rows, det = catchup.run(size, log)
+        elif name == "ab":
+            rows, det = catchup.ab(size, log, str(Path(args.product).resolve()), args.rounds)
         elif name == "stall":
             rows, det = stall.run(size, log)
         else:

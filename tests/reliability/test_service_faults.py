@@ -186,15 +186,16 @@ def test_sigstop_executor_and_address_server_never_hang(kv):
             victim = _pid_of(c, 0)
         os.kill(victim, signal.SIGSTOP)
         stopped.append(victim)
+        # First the stopped executor's key, in-process: the supervisor replaces a silent executor after 3 s,
+        # and a CLI start-up on a loaded machine could take that long by itself.
         t0 = time.monotonic()
+        with pytest.raises(ServiceError, match=r"did not complete within 1.5s|not available") as failed:
+            LookupClient("db.kv", catalog_config(kv.path), timeout=1.5).lookup_sync([a])
+        took = time.monotonic() - t0
+        assert "\n" not in str(failed.value)
+        assert took < 1.5 + 1.0, took  # the deadline fires; never a hang
         ok = run_cli("lookup", "db.kv", str(b), "--warehouse", kv.path, "--timeout", "5")
         assert ok.returncode == 0 and json.loads(ok.stdout)["v"] == f"v{b}", ok.stderr
-        t0 = time.monotonic()
-        r = run_cli("lookup", "db.kv", str(a), "--warehouse", kv.path, "--timeout", "1.5")
-        took = time.monotonic() - t0
-        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
-        assert "did not complete within 1.5s" in r.stderr or "not available" in r.stderr, r.stderr
-        assert took < 1.5 + 4, took  # --timeout plus interpreter start-up; never a hang
         # the supervisor replaces the stopped executor (3 s without heartbeats)
         wait_until(lambda: run_cli("lookup", "db.kv", str(a), "--warehouse", kv.path).returncode == 0, 20)
 

@@ -321,3 +321,26 @@ def _expire(table, keep_from: int) -> None:
             os.remove(f"{snapdir}/{name}")
     with open(f"{snapdir}/EARLIEST", "w") as f:
         f.write(str(keep_from))
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_prefetch_plans_ahead_and_no_prefetch_does_not(wh, prefetch):
+    wh.create("log")
+    for c in range(5):
+        wh.commit("log", append_rows(c, 2))
+    table = paimon_tail.open_table("db.log", warehouse=wh.path)
+    follower = paimon_tail.follow(table, start="earliest", exit_at_end=True, prefetch=prefetch)
+    planned = []
+    delta_plan = follower.planner.delta_plan
+    follower.planner.delta_plan = lambda snap: (planned.append(snap.id), delta_plan(snap))[1]
+
+    async def go():
+        ahead = []
+        async for item in follower:
+            await asyncio.sleep(0.1)  # time for the planner to run ahead, if it may
+            ahead.append(max(planned) - item.snapshot_id)
+        return ahead
+
+    ahead = asyncio.run(asyncio.wait_for(go(), 30))
+    assert len(ahead) == 5
+    assert (max(ahead) >= 1) if prefetch else (max(ahead) == 0), ahead

@@ -283,6 +283,12 @@ class Follower:
         self._setup(table)
         self.stats.schema_changes.append((snapshot.id, old, self.schema_id))
 
+    async def _emit(self, out: asyncio.Queue, planned: "_Planned") -> None:
+        """Hand a planned snapshot to the reader. Without prefetch, planning waits until it has been written."""
+        await out.put(planned)
+        if not self.options.prefetch:
+            await out.join()
+
     async def _plans(self, out: asyncio.Queue) -> None:
         o = self.options
         try:
@@ -294,7 +300,7 @@ class Follower:
                     raise SnapshotExpired(f"snapshot {resolved.full_snapshot_id} has expired", hint="use --from earliest")
                 await self._check_schema(snap)
                 plan = await asyncio.to_thread(self.planner.start_plan, snap)
-                await out.put(_Planned(snap.id, snap.time_millis, "full", self._splits(plan), snap.id + 1))
+                await self._emit(out, _Planned(snap.id, snap.time_millis, "full", self._splits(plan), snap.id + 1))
             next_id = resolved.next_snapshot_id
             if o.catch_up == "diff":
                 next_id = await self._diff_catch_up(next_id, out)
@@ -332,7 +338,7 @@ class Follower:
                         splits = self._splits(plan)
                     else:
                         splits = []
-                    await out.put(_Planned(snap.id, snap.time_millis, "delta", splits, snap.id + 1))
+                    await self._emit(out, _Planned(snap.id, snap.time_millis, "delta", splits, snap.id + 1))
                     next_id = snap.id + 1
                 if stop:
                     break
@@ -350,7 +356,7 @@ class Follower:
         if self.options.until is not None and self.options.until.snapshot_id is not None:
             end = await asyncio.to_thread(self.planner.snapshot, min(latest.id, self.options.until.snapshot_id))
         plan = await asyncio.to_thread(self.planner.diff_plan, next_id, end)
-        await out.put(_Planned(end.id, end.time_millis, "diff", self._splits(plan), end.id + 1))
+        await self._emit(out, _Planned(end.id, end.time_millis, "diff", self._splits(plan), end.id + 1))
         return end.id + 1
 
     # -- reading ------------------------------------------------------------------------------------------
@@ -371,7 +377,7 @@ class Follower:
             await asyncio.to_thread(self.consumers.set, self.options.consumer_id, next_snapshot_id)
 
     async def __aiter__(self) -> AsyncIterator[FollowBatch]:
-        plans: asyncio.Queue = asyncio.Queue(maxsize=1 if self.options.prefetch else 1)
+        plans: asyncio.Queue = asyncio.Queue(maxsize=1)
         task = asyncio.create_task(self._plans(plans))
         ahead = None  # (item, stream) taken from ``plans`` early, its stream already reading
         current = None
@@ -417,6 +423,7 @@ class Follower:
                 self.stats.snapshots += 1
                 # The caller asked for more: everything of this snapshot is written.
                 await self._commit(planned.next_snapshot_id)
+                plans.task_done()
         finally:
             if current is not None:
                 current.close()

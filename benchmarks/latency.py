@@ -8,7 +8,6 @@ stops and we read the follower's CPU time from /proc/<pid>/stat over ``idle_seco
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import threading

@@ -54,7 +54,7 @@ def orders_changes(spark, rows_per_batch: int, orders: int):
     )
     return ticks.selectExpr(
         f"value % {orders} AS order_id",
-        f"concat('customer-', cast((value * 7919) % 97 AS string)) AS customer",
+        "concat('customer-', cast((value * 7919) % 97 AS string)) AS customer",
         "cast(((value * 31) % 10000) / 100.0 AS decimal(10, 2)) AS amount",
         "element_at(array('new', 'paid', 'shipped', 'delivered'), "
         f"cast(least(value DIV {orders}, 3) AS int) + 1) AS status",

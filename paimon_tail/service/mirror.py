@@ -13,7 +13,7 @@ import os
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
-from typing import Callable, Optional, Tuple
+from typing import Callable, Tuple
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,6 @@ import contextlib
 import datetime
 import decimal
 import fcntl
-import glob
 import hashlib
 import json
 import os

@@ -11,7 +11,6 @@ import json
 import os
 import stat
 import subprocess
-import time
 
 import grpc
 import pytest

@@ -11,7 +11,7 @@ from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
 
-from .conftest import PLAIN_SCHEMA, ServeProcess, run_cli, wait_until
+from .conftest import PLAIN_SCHEMA, ServeProcess, run_cli
 
 
 @pytest.fixture(scope="module")

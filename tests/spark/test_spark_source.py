@@ -5,7 +5,6 @@ One SparkSession for the module (local[2], no UI, loopback). Tables are small an
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections import Counter
 

@@ -17,6 +17,8 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from ..stream.reader import split_batches
+
 
 @dataclass
 class BucketFiles:
@@ -174,16 +176,7 @@ class LocalMirror:
         raw = len(metas) == 1 and metas[0].delete_row_count == 0 and not (dvs and any(dvs))
         split = DataSplit(metas, GenericRow(list(partition), self._partition_fields()), bucket,
                           raw_convertible=raw, data_deletion_files=dvs)
-        read = self.local_table.new_read_builder().new_read()
-        reader = read.to_arrow_batch_reader([split])
-        try:
-            for batch in reader:
-                if batch.num_rows:
-                    yield batch
-        finally:
-            close = getattr(reader, "close", None)
-            if close:
-                close()
+        yield from split_batches(self.local_table.new_read_builder().new_read(), [split])
 
     def change_batches(self, partition: Tuple, bucket: int, adds: Sequence) -> Iterator[pa.RecordBatch]:
         """Physical rows (with ``_row_kind``) of new files, in sequence order (oldest file first)."""
@@ -196,16 +189,8 @@ class LocalMirror:
             return
         split = DataSplit(metas, GenericRow(list(partition), self._partition_fields()), bucket,
                           is_streaming=True)
-        read = self.local_table.new_stream_read_builder().with_include_row_kind(True).new_read()
-        reader = read.to_arrow_batch_reader([split])
-        try:
-            for batch in reader:
-                if batch.num_rows:
-                    yield batch
-        finally:
-            close = getattr(reader, "close", None)
-            if close:
-                close()
+        yield from split_batches(self.local_table.new_stream_read_builder().with_include_row_kind(True).new_read(),
+                                 [split])
 
     def _partition_fields(self):
         by_name = {f.name: f for f in self.table.fields}

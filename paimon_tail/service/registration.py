@@ -15,11 +15,12 @@ shutdown. It never holds a secret (``auth`` only says whether a token is require
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
+
+from ..atomic_file import write_text_atomic
 
 SERVICE_ID = "paimon-tail-lookup"
 JAVA_SERVICE_ID = "primary-key-lookup"  # Java's PRIMARY_KEY_LOOKUP: never written by us
@@ -81,36 +82,9 @@ def service_path(table, service_id: str = SERVICE_ID) -> str:
     return f"{service_dir(table)}/service-{service_id}"
 
 
-def _local(path: str) -> Optional[str]:
-    if path.startswith("file://"):
-        return path[len("file://"):]
-    if "://" not in path:
-        return path
-    return None
-
-
 def write(table, reg: Registration) -> None:
     """Atomically (re)write the registration: readers see the old or the new file, never a torn one."""
-    path = service_path(table, reg_id(reg))
-    text = reg.to_json()
-    local = _local(path)
-    if local is not None:
-        os.makedirs(os.path.dirname(local), exist_ok=True)
-        tmp = f"{os.path.dirname(local)}/.service-{SERVICE_ID}.{uuid.uuid4().hex[:8]}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, local)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        return
-    # Object stores: a PUT replaces the object atomically.
-    table.file_io.overwrite_file_utf8(path, text)
+    write_text_atomic(table.file_io, service_path(table, reg_id(reg)), reg.to_json())
 
 
 def reg_id(reg: Registration) -> str:

@@ -2,18 +2,17 @@
 
 The same files Flink and Spark readers keep, so snapshot expiration (which honours consumers) never removes a
 snapshot we still have to read. pypaimon's ``ConsumerManager`` overwrites in place; a crash mid-write would
-leave a torn file, so writes here go to a temporary file that is renamed over the old one (atomic on a local
-file system and on HDFS; object stores replace objects whole).
+leave a torn file, so writes here go through ``atomic_file.write_text_atomic`` (a rename on a local file system;
+object stores replace objects whole).
 """
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from typing import Dict, Optional
 
 from pypaimon.consumer.consumer_manager import ConsumerManager
 
+from ..atomic_file import write_text_atomic
 from ..errors import UsageError
 
 
@@ -43,24 +42,8 @@ class ConsumerStore:
         return dict(sorted(self.manager.consumers().items()))
 
     def set(self, consumer_id: str, next_snapshot: int) -> None:
-        path = self.path(consumer_id)
         content = json.dumps({"nextSnapshot": int(next_snapshot)})
-        local = _local_path(path)
-        if local is not None:
-            os.makedirs(os.path.dirname(local), exist_ok=True)
-            tmp = f"{os.path.dirname(local)}/.{os.path.basename(local)}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(content)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, local)
-            return
-        directory, _, name = path.rpartition("/")
-        tmp = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp"  # a dot name is never listed as a consumer
-        self.file_io.write_file(tmp, content, False)
-        if self.file_io.exists(path):
-            self.file_io.delete(path, False)
-        self.file_io.rename(tmp, path)
+        write_text_atomic(self.file_io, self.path(consumer_id), content, durable=True)
 
     def delete(self, consumer_id: str) -> bool:
         path = self.path(consumer_id)
@@ -68,10 +51,3 @@ class ConsumerStore:
         self.manager.delete_consumer(consumer_id)
         return existed
 
-
-def _local_path(path: str) -> Optional[str]:
-    if path.startswith("file://"):
-        return path[len("file://"):]
-    if "://" not in path:
-        return path
-    return None

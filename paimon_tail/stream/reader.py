@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import AsyncIterator, List, Sequence, Tuple
+from typing import AsyncIterator, Iterator, List, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -20,6 +20,19 @@ _DONE = object()
 
 class _Stopped(Exception):
     pass
+
+
+def split_batches(table_read, splits: Sequence) -> Iterator[pa.RecordBatch]:
+    """Blocking iterator of the non-empty batches of ``splits`` (also used by the service's bucket mirror)."""
+    reader = table_read.to_arrow_batch_reader(list(splits))
+    try:
+        for batch in reader:
+            if batch.num_rows:
+                yield batch
+    finally:
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()
 
 
 class SplitReader:
@@ -37,16 +50,7 @@ class SplitReader:
         self._pool.shutdown(wait=False)
 
     def read_split_batches(self, split):
-        """Blocking iterator of one split's non-empty batches (used directly by the Spark source and service)."""
-        reader = self.table_read.to_arrow_batch_reader([split])
-        try:
-            for batch in reader:
-                if batch.num_rows:
-                    yield batch
-        finally:
-            close = getattr(reader, "close", None)
-            if close is not None:
-                close()
+        return split_batches(self.table_read, [split])
 
     def open(self, splits: Sequence) -> "SplitStream":
         """Start reading ``splits`` now (call from the event loop); iterate the result for ``(split, batch)``."""

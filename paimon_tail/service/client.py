@@ -345,42 +345,19 @@ class LookupClient:
             self._sem = asyncio.Semaphore(self.max_in_flight)
         prep = self.prepare(keys, parsed)
         self._check_select(select)
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-
-        found_pos: List[np.ndarray] = []
-        tables: List[pa.Table] = []
-        snapshots: Dict[int, int] = {}
-        pending = np.arange(prep.n)
-        attempt = 0
-        last_error = ""
-        schema: Optional[pa.Schema] = None
-        while len(pending):
-            disc = await self.discover(deadline, force=attempt > 0)
-            jobs = self._plan(prep, pending, disc)
+        total = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + total
+        answers = _Answers(prep.n)
+        while len(answers.pending):
+            disc = await self.discover(deadline, force=answers.attempt > 0)
+            jobs = self._plan(prep, answers.pending, disc)
             results = await asyncio.gather(*[
                 self._call(disc, ex, idx, prep, select, min_snapshot, deadline) for ex, idx in jobs
             ])
-            retry = []
-            for (ex, idx), res in zip(jobs, results):
-                if isinstance(res, _Retry):
-                    retry.append(idx)
-                    last_error = res.reason
-                    continue
-                snap, positions, table = res
-                snapshots[ex] = snap if ex not in snapshots else min(snapshots[ex], snap)
-                schema = schema or table.schema
-                if table.num_rows:
-                    found_pos.append(idx[np.asarray(positions, dtype=np.int64)])
-                    tables.append(table)
-            pending = np.concatenate(retry) if retry else np.empty(0, dtype=np.int64)
-            if len(pending):
-                attempt += 1
-                backoff = self._backoff(attempt)
-                if time.monotonic() + backoff >= deadline:
-                    raise LookupTimeout(f"lookup in {self.name} did not complete within "
-                                        f"{self.timeout if timeout is None else timeout:g}s: {last_error}")
-                await asyncio.sleep(backoff)
-        return self._assemble(prep, found_pos, tables, snapshots, schema, select)
+            answers.absorb(jobs, results)
+            if len(answers.pending):
+                await asyncio.sleep(answers.backoff(self, deadline, total))
+        return self._assemble(prep, answers.found_pos, answers.tables, answers.snapshots, answers.schema, select)
 
     def _schema(self, select) -> pa.Schema:
         from pypaimon.schema.data_types import PyarrowFieldParser
@@ -524,16 +501,10 @@ class LookupClient:
         total = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + total
         md = self.security.metadata()
-        found_pos: List[np.ndarray] = []
-        tables: List[pa.Table] = []
-        snapshots: Dict[int, int] = {}
-        pending = np.arange(prep.n)
-        attempt = 0
-        last_error = ""
-        schema: Optional[pa.Schema] = None
-        while len(pending):
-            disc = self.discover_sync(deadline, force=attempt > 0)
-            jobs = self._plan(prep, pending, disc)
+        answers = _Answers(prep.n)
+        while len(answers.pending):
+            disc = self.discover_sync(deadline, force=answers.attempt > 0)
+            jobs = self._plan(prep, answers.pending, disc)
             results: List[Any] = [None] * len(jobs)
             calls = []
             for j, (ex, idx) in enumerate(jobs):
@@ -570,26 +541,10 @@ class LookupClient:
                             if drop:
                                 self._drop_sync_channel(address)
                             results[j] = _Retry(reason)
-            retry = []
-            for (ex, idx), res in zip(jobs, results):
-                if isinstance(res, _Retry):
-                    retry.append(idx)
-                    last_error = res.reason
-                    continue
-                snap, positions, table = res
-                snapshots[ex] = snap if ex not in snapshots else min(snapshots[ex], snap)
-                schema = schema or table.schema
-                if table.num_rows:
-                    found_pos.append(idx[np.asarray(positions, dtype=np.int64)])
-                    tables.append(table)
-            pending = np.concatenate(retry) if retry else np.empty(0, dtype=np.int64)
-            if len(pending):
-                attempt += 1
-                backoff = self._backoff(attempt)
-                if time.monotonic() + backoff >= deadline:
-                    raise LookupTimeout(f"lookup in {self.name} did not complete within {total:g}s: {last_error}")
-                time.sleep(backoff)
-        return self._assemble(prep, found_pos, tables, snapshots, schema, select)
+            answers.absorb(jobs, results)
+            if len(answers.pending):
+                time.sleep(answers.backoff(self, deadline, total))
+        return self._assemble(prep, answers.found_pos, answers.tables, answers.snapshots, answers.schema, select)
 
     def get_sync(self, key: Any, **kwargs) -> Optional[Dict[str, Any]]:
         result = self.lookup_sync([key], **kwargs)
@@ -628,6 +583,42 @@ class LookupClient:
 
 def _ipc(table: pa.Table) -> bytes:
     return ipc_stream(table)
+
+
+class _Answers:
+    """What the executors answered so far, across retries (one per lookup; shared by the async and sync paths)."""
+
+    def __init__(self, n: int) -> None:
+        self.found_pos: List[np.ndarray] = []
+        self.tables: List[pa.Table] = []
+        self.snapshots: Dict[int, int] = {}
+        self.schema: Optional[pa.Schema] = None
+        self.pending = np.arange(n)
+        self.attempt = 0
+        self.last_error = ""
+
+    def absorb(self, jobs, results) -> None:
+        retry = []
+        for (ex, idx), res in zip(jobs, results):
+            if isinstance(res, _Retry):
+                retry.append(idx)
+                self.last_error = res.reason
+                continue
+            snap, positions, table = res
+            self.snapshots[ex] = snap if ex not in self.snapshots else min(self.snapshots[ex], snap)
+            self.schema = self.schema or table.schema
+            if table.num_rows:
+                self.found_pos.append(idx[np.asarray(positions, dtype=np.int64)])
+                self.tables.append(table)
+        self.pending = np.concatenate(retry) if retry else np.empty(0, dtype=np.int64)
+
+    def backoff(self, client: "LookupClient", deadline: float, total: float) -> float:
+        """Seconds to wait before the next attempt; a clear error when that would pass the deadline."""
+        self.attempt += 1
+        wait = client._backoff(self.attempt)
+        if time.monotonic() + wait >= deadline:
+            raise LookupTimeout(f"lookup in {client.name} did not complete within {total:g}s: {self.last_error}")
+        return wait
 
 
 class _Retry:

@@ -113,37 +113,7 @@ def test_consumers_command(log):
     assert gone.returncode == 1 and gone.stderr.decode().strip() == "paimon-tail: consumer a does not exist"
 
 
-BAD_INPUTS = [
-    (["follow", "db.nope"], 1, "table db.nope does not exist"),
-    (["follow", "nope.log"], 1, "database nope does not exist"),
-    (["follow", "justaname"], 2, "is not of the form DATABASE.TABLE"),
-    (["follow", "db.log", "--from", "yesterday"], 2, "bad start position"),
-    (["follow", "db.log", "--from", "snapshot:x"], 2, "bad --from snapshot"),
-    (["follow", "db.log", "--from", "timestamp:notatime"], 2, "bad timestamp"),
-    (["follow", "db.log", "--until", "forever"], 2, "bad end position"),
-    (["follow", "db.log", "--where", "n >>> 1"], 2, "bad --where"),
-    (["follow", "db.log", "--where", "nosuch = 1"], 2, "bad --where"),
-    (["follow", "db.log", "--select", "id,nosuch"], 2, "unknown column nosuch in --select"),
-    (["follow", "db.log", "--shard", "3/2"], 2, "bad shard"),
-    (["follow", "db.log", "--shard", "x"], 2, "bad --shard"),
-    (["follow", "db.log", "--buckets", "a,b"], 2, "bad --buckets"),
-    (["follow", "db.log", "--from", "snapshot:99", "-e"], 1, "snapshot 99 does not exist yet"),
-    (["follow", "db.log", "--consumer-id", "a/b", "-e"], 2, "bad consumer id"),
-    (["follow", "db.log", "-f", "xml"], 2, "Invalid value for '--format'"),
-    (["follow", "db.log", "--config", "/nonexistent.yaml"], 2, "config file /nonexistent.yaml not found"),
-    (["follow", "db.log", "-O", "novalue"], 2, "is not key=value"),
-    (["consumers", "db.log", "--reset", "a"], 2, "--reset needs --to"),
-    (["frobnicate"], 2, "No such command"),
-]
-
-
-@pytest.mark.parametrize("args, code, message", BAD_INPUTS, ids=[" ".join(a) for a, _, _ in BAD_INPUTS])
-def test_bad_input_is_one_line(log, args, code, message):
-    out = run_cli(args + ["-w", log.path] if args[0] != "frobnicate" else args)
-    err = out.stderr.decode()
-    assert out.returncode == code, err
-    assert message in err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+# The bad-input catalogue (docs/errors.md) is run by tests/reliability/test_catalogue.py.
 
 
 def test_missing_warehouse_and_env(log, tmp_path):

@@ -110,10 +110,11 @@ def _spark_launcher(tables, master, spark_conf, host, executors):
     from ..spark.service_job import SparkExecutors, parse_conf
 
     conf = parse_conf(spark_conf)
-    launcher = SparkExecutors(master=master, conf=conf, app_name=f"paimon-tail serve {' '.join(tables)}")
+    launcher = SparkExecutors(master=master, conf=conf, app_name=f"paimon-tail serve {' '.join(tables)}", host=host)
     if not launcher._local() and is_loopback(host):
         raise UsageError("--spark on a cluster needs a routable --host for the address server",
                          hint="e.g. --host 0.0.0.0 with a token (PAIMON_TAIL_TOKEN) and TLS")
+    launcher.open_session()  # before gRPC starts any thread in this process
     return launcher
 
 

@@ -94,8 +94,10 @@ class SparkExecutors(ExecutorLauncher):
     description = "Spark"
 
     def __init__(self, master: Optional[str] = None, conf: Optional[Dict[str, str]] = None,
-                 app_name: str = "paimon-tail serve", session=None, orphan_timeout: float = 30.0) -> None:
+                 app_name: str = "paimon-tail serve", session=None, orphan_timeout: float = 30.0,
+                 host: str = "127.0.0.1") -> None:
         self.master = master
+        self.host = host
         self.conf = dict(conf or {})
         self.app_name = app_name
         self.session = session
@@ -127,7 +129,7 @@ class SparkExecutors(ExecutorLauncher):
             if "spark.pyspark.python" in conf:
                 os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-            host = self._specs[0].host if self._specs else "127.0.0.1"
+            host = self._specs[0].host if self._specs else self.host
             if host in ("127.0.0.1", "localhost", "::1"):
                 conf.setdefault("spark.driver.host", "127.0.0.1")
                 conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
@@ -142,6 +144,13 @@ class SparkExecutors(ExecutorLauncher):
         for k, v in conf.items():
             builder = builder.config(k, v)
         return builder.getOrCreate()
+
+    def open_session(self) -> None:
+        """Start Spark (its JVM gateway) now. ``serve`` calls this before any gRPC server or channel exists:
+        PySpark forks to launch the JVM, and a fork of a process with gRPC's threads running can kill the child
+        before it execs (seen as "Java gateway process exited before sending its port number")."""
+        if self.session is None:
+            self.session = self._build_session()
 
     # -- ExecutorLauncher ---------------------------------------------------------------------------------
     def start(self, specs, hub: str, authkey: bytes) -> None:

@@ -10,7 +10,7 @@ import pytest
 import paimon_tail
 from paimon_tail.errors import UsageError
 from paimon_tail.stream.notify import ChangeNotifier, InotifyNotifier, notifier_for
-from paimon_tail.stream.planner import _PYPAIMON_SCAN_METHODS
+from paimon_tail.stream.planner import _PYPAIMON_SCAN_ATTRIBUTES, _PYPAIMON_SCAN_METHODS
 from paimon_tail.stream.positions import parse_end, parse_start, parse_timestamp
 
 from .conftest import append_rows
@@ -88,9 +88,12 @@ def test_consumer_store_is_atomic_and_paimon_compatible(wh):
         store.set("../x", 1)
 
 
-def test_pypaimon_scan_methods_we_drive_exist():
-    """planner.py drives these private methods of pypaimon's AsyncStreamingTableScan: fail loudly if renamed."""
+def test_pypaimon_scan_pieces_we_drive_exist(wh):
+    """planner.py drives these private parts of pypaimon's AsyncStreamingTableScan: fail loudly if renamed."""
     from pypaimon.read.streaming_table_scan import AsyncStreamingTableScan
 
     for name in _PYPAIMON_SCAN_METHODS:
         assert callable(getattr(AsyncStreamingTableScan, name, None)), name
+    scan = wh.create("log").new_stream_read_builder().new_streaming_scan()
+    for name in _PYPAIMON_SCAN_ATTRIBUTES:
+        assert hasattr(scan, name), name

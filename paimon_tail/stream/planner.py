@@ -1,10 +1,11 @@
 """Snapshot → splits, by pypaimon's ``AsyncStreamingTableScan``.
 
-We drive the scan's planning pieces (initial full plan, delta / changelog follow-up plans, lookahead over
-snapshots, diff catch-up) from our own loop, because the loop is where paimon-tail differs: start positions,
+We drive the scan's planning pieces (initial full plan, delta / changelog follow-up plans, its snapshot manager's
+parallel lookahead) from our own loop, because the loop is where paimon-tail differs: start positions,
 notification instead of sleeping, per-snapshot replay by default, bucket sharding of the initial plan, gap
-detection and consumer positions written only after output is flushed. The private methods used are listed in
-``_PYPAIMON_SCAN_METHODS`` and checked by a test, so a pypaimon upgrade that renames one fails loudly.
+detection and consumer positions written only after output is flushed; the diff catch-up is ours (``diff.py``).
+The private methods and attributes used are listed in ``_PYPAIMON_SCAN_METHODS`` / ``_PYPAIMON_SCAN_ATTRIBUTES``
+and checked by a test, so a pypaimon upgrade that renames one fails loudly.
 """
 from __future__ import annotations
 
@@ -14,11 +15,8 @@ from pypaimon.read.plan import Plan
 from pypaimon.read.streaming_table_scan import AsyncStreamingTableScan
 from pypaimon.snapshot.snapshot import Snapshot
 
-_PYPAIMON_SCAN_METHODS = (
-    "_create_initial_plan",
-    "_create_follow_up_plan",
-    "_create_catch_up_plan",
-)
+_PYPAIMON_SCAN_METHODS = ("_create_initial_plan", "_create_follow_up_plan")
+_PYPAIMON_SCAN_ATTRIBUTES = ("_snapshot_manager", "_manifest_list_manager", "predicate", "follow_up_scanner")
 
 
 class SnapshotPlanner:

@@ -60,18 +60,13 @@ class ReadSpec:
         return table
 
     def builder(self, table):
-        from pypaimon.common.where_parser import parse_where_clause
+        from ..stream.filters import parse_where
 
         table = self.table_for(table)
         builder = table.new_stream_read_builder() if self.streaming else table.new_read_builder()
         predicates = []
         if self.where:
-            try:
-                predicate = parse_where_clause(self.where, table.fields)
-            except (ValueError, KeyError, TypeError, IndexError) as e:
-                from ..errors import UsageError
-
-                raise UsageError(f"bad option where={self.where!r}: {e}") from None
+            predicate = parse_where(self.where, table.fields, label="option where")
             if predicate is not None:
                 predicates.append(predicate)
         if self.filters:

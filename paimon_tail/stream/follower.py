@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..errors import PaimonTailError, SnapshotExpired, SnapshotGap, TableChanged, UsageError
 from ..catalog import table_name
 from .consumer import ConsumerStore
+from .filters import parse_where
 from .diff import DiffRead
 from .planner import SnapshotPlanner
 from .positions import EndPosition, ResolvedStart, StartPosition, parse_end, parse_start, resolve_start
@@ -163,18 +164,13 @@ class Follower:
 
     def _setup(self, table) -> None:
         """Builders for one table schema (rebuilt when the schema evolves)."""
-        from pypaimon.common.where_parser import parse_where_clause
-
         o = self.options
         if o.batch_size:
             table = table.copy({"read.batch-size": str(o.batch_size)})
         names = [f.name for f in table.fields]
         builder = table.new_stream_read_builder()
         if o.where:
-            try:
-                predicate = parse_where_clause(o.where, table.fields)
-            except (ValueError, KeyError, TypeError, IndexError) as e:
-                raise UsageError(f"bad --where {o.where!r}: {e}") from None
+            predicate = parse_where(o.where, table.fields)
             if predicate is not None:
                 builder.with_filter(predicate)
         if o.select:

@@ -25,7 +25,13 @@ def write_text_atomic(file_io, path: str, text: str, mode: int = 0o644, durable:
     """Replace ``path`` with ``text`` atomically; ``durable`` also fsyncs it before the rename."""
     local = local_path(path)
     if local is None:
-        file_io.overwrite_file_utf8(path, text)
+        from .storage.s3 import S3Client, split_path
+
+        client = S3Client.for_file_io(file_io)
+        if client is not None:  # one PUT (pyarrow < 20 uploads every object in 3 multipart requests)
+            client.put(*split_path(file_io, path), text.encode("utf-8"))
+        else:
+            file_io.overwrite_file_utf8(path, text)
         return
     directory, name = os.path.split(local)
     os.makedirs(directory, exist_ok=True)

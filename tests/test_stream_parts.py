@@ -58,7 +58,7 @@ def test_notifier_inotify_on_local_dirs_and_polling_backs_off(tmp_path):
     assert missing.mechanism == "poll" and not missing.upgradeable()
     (tmp_path / "not-yet").mkdir()
     assert missing.upgradeable()
-    remote = notifier_for("s3://bucket/wh/db.db/t/snapshot", poll_max_interval=0.04)
+    remote = notifier_for("s3://bucket/wh/db.db/t/snapshot", poll_interval=0.04)
     assert isinstance(remote, ChangeNotifier) and not remote.upgradeable()
 
     async def intervals():

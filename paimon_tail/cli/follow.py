@@ -82,16 +82,23 @@ def format_option(f):
 @click.option("--stats", "show_stats", is_flag=True, help="Print a status line to stderr every second.")
 @click.option("--read-threads", type=click.IntRange(min=1), default=2, show_default=True,
               help="Splits read at once.")
+@click.option("--poll-interval", type=click.FloatRange(min=0.001), metavar="SECONDS",
+              help="Idle polling cadence: one request per poll on object stores [default: 0.25 on object stores, "
+              "0.5 locally (inotify wakes a local follower at once)].")
+@click.option("--storage-timeout", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="Give up after storage has been unreachable this long (0: never) [default: 60 with -e, "
+              "else never: a live follow waits out an outage].")
 def follow_command(table: str, catalog: CatalogConfig, start: str, until: Optional[str], exit_at_end: bool,
                    max_rows: Optional[int], fmt: str, select: Optional[str], where: Optional[str], row_kind: bool,
                    meta: bool, consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
-                   catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int) -> None:
+                   catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int,
+                   poll_interval: Optional[float], storage_timeout: Optional[float]) -> None:
     """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f."""
     options = FollowOptions(
         start=start, until=until, exit_at_end=exit_at_end, select=parse_columns(select), where=where,
         row_kind=row_kind, meta=meta, consumer_id=consumer_id, shard=parse_shard(shard),
         buckets=parse_buckets(buckets), catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
-        read_workers=read_threads,
+        read_workers=read_threads, poll_interval=poll_interval, storage_timeout=storage_timeout,
     ).normalized()  # bad positions fail before the catalog is touched
     fmt = choose_format(fmt, sys.stdout)
     follower = Follower(open_table(table, catalog), options)

@@ -1,4 +1,4 @@
-"""Compatibility shims that let pypaimon 2.1 read tables written by older Paimon.
+"""Compatibility shims: pypaimon 2.1 reading tables written by older Paimon, and its S3 client settings.
 
 Call :func:`install` once before opening tables (``paimon_tail.catalog`` does).
 It is idempotent and thread-safe; :func:`installed` lists what is active.
@@ -14,11 +14,13 @@ from __future__ import annotations
 import threading
 from typing import List
 
-from . import orc_char_padding, value_stats_cols
+from . import known_size_reads, orc_char_padding, s3_client, value_stats_cols
 
 _SHIMS = (
     value_stats_cols,
     orc_char_padding,
+    s3_client,
+    known_size_reads,
 )
 
 _lock = threading.Lock()

@@ -88,6 +88,9 @@ class LiveTableRenderer(Renderer):
         s = self.stats
         if s is None:
             return Text(f"{self.rows:,} rows", style="dim")
+        if s.outage is not None:
+            return Text(f"{s.outage.describe()} · retrying · snapshot "
+                        f"{s.snapshot_id if s.snapshot_id is not None else '-'} · {s.rows:,} rows", style="bold red")
         if s.waiting_for_first_snapshot and s.snapshot_id is None:
             return Text("waiting for the first snapshot of an empty table…", style="yellow")
         state = "live" if s.caught_up else "catching up"
@@ -101,7 +104,7 @@ class LiveTableRenderer(Renderer):
 
     def _progress(self) -> Optional[ProgressBar]:
         s = self.stats
-        if s is None or s.caught_up or s.latest_id is None or s.start_id is None:
+        if s is None or s.caught_up or s.outage is not None or s.latest_id is None or s.start_id is None:
             return None
         total = s.latest_id - s.start_id + 1
         if total < 3:
@@ -121,6 +124,8 @@ def _short_time(value: Any) -> str:
 
 def status_line(stats: Any) -> str:
     """The footer as one plain line, for ``--stats`` on stderr when piped."""
-    return (f"[paimon-tail {time.strftime('%H:%M:%S')}] snapshot {stats.snapshot_id} latest {stats.latest_id} "
-            f"lag {stats.lag_snapshots} ({stats.lag_seconds:.1f}s) rows {stats.rows} "
+    head = f"[paimon-tail {time.strftime('%H:%M:%S')}] snapshot {stats.snapshot_id}"
+    if stats.outage is not None:
+        return f"{head} rows {stats.rows} {stats.outage.describe()} (retrying)"
+    return (f"{head} latest {stats.latest_id} lag {stats.lag_snapshots} ({stats.lag_seconds:.1f}s) rows {stats.rows} "
             f"({stats.rows_per_second:.0f}/s){' live' if stats.caught_up else ''}")

@@ -28,7 +28,10 @@ from .planner import SnapshotPlanner
 from .positions import EndPosition, ResolvedStart, StartPosition, parse_end, parse_start, resolve_start
 from .reader import SplitReader
 from .walker import SnapshotWalker
+from ..storage.errors import endpoint_of
+from ..storage.retry import Outage, StorageHealth, StorageRetry
 
+DEFAULT_SCRIPT_STORAGE_TIMEOUT = 60.0
 META_COLUMNS = ("_snapshot_id", "_commit_time", "_bucket", "_partition")
 
 
@@ -48,7 +51,8 @@ class FollowOptions:
     catch_up: str = "replay"  # replay: snapshot by snapshot | diff: one plan for the backlog (folds history)
     on_gap: str = "error"  # error | skip
     read_workers: int = 2
-    poll_max_interval: float = 0.5
+    poll_interval: Optional[float] = None  # idle polling cadence (s); None: 0.25 on object stores, 0.5 locally
+    storage_timeout: Optional[float] = None  # None: 60 s with exit_at_end, else wait out any outage; 0: forever
     batch_size: Optional[int] = 65536
 
     def normalized(self) -> "FollowOptions":
@@ -60,11 +64,21 @@ class FollowOptions:
             raise UsageError(f"bad catch-up mode {self.catch_up!r}: use replay or diff")
         if self.on_gap not in ("error", "skip"):
             raise UsageError(f"bad --on-gap {self.on_gap!r}: use error or skip")
+        if self.poll_interval is not None and self.poll_interval <= 0:
+            raise UsageError(f"bad poll interval {self.poll_interval}: use seconds > 0")
+        if self.storage_timeout is not None and self.storage_timeout < 0:
+            raise UsageError(f"bad storage timeout {self.storage_timeout}: use seconds >= 0 (0: wait forever)")
         if self.shard is not None:
             index, count = self.shard
             if count < 1 or not 0 <= index < count:
                 raise UsageError(f"bad shard {index}/{count}: use I/N with 0 <= I < N")
         return dataclasses.replace(self, start=start, until=until)
+
+    def effective_storage_timeout(self) -> Optional[float]:
+        """Scripts (``exit_at_end``) give up on an unreachable store after a minute; live follows wait."""
+        if self.storage_timeout is None:
+            return DEFAULT_SCRIPT_STORAGE_TIMEOUT if self.exit_at_end else None
+        return self.storage_timeout or None
 
 
 @dataclass
@@ -98,6 +112,12 @@ class FollowStats:
     mechanism: str = ""
     gaps: List[tuple] = field(default_factory=list)
     schema_changes: List[tuple] = field(default_factory=list)
+    health: StorageHealth = field(default_factory=StorageHealth)
+
+    @property
+    def outage(self) -> Optional[Outage]:
+        """Set while storage does not answer (retried, never fatal unless --storage-timeout)."""
+        return self.health.outage
 
     @property
     def lag_snapshots(self) -> int:
@@ -141,6 +161,9 @@ class Follower:
         self.options = options.normalized()
         self.table = table
         self.stats = FollowStats()
+        self.retry = StorageRetry(endpoint_of(table.file_io), self.options.effective_storage_timeout(),
+                                  self.stats.health)
+        self.planner: Optional[SnapshotPlanner] = None
         self.consumers = ConsumerStore(table) if self.options.consumer_id else None
         if self.consumers:
             ConsumerStore.validate_id(self.options.consumer_id)
@@ -190,8 +213,9 @@ class Follower:
         self.schema_id = table.table_schema.id
         # DiffRead: --catch-up diff on primary-key tables plans BucketDiff splits (stream/diff.py)
         self.read = DiffRead(builder.new_read(), table, getattr(builder, "_predicate", None), o.row_kind)
-        self.planner = SnapshotPlanner(builder.new_streaming_scan(), bucket_filter=bucket_filter)
-        self.reader = SplitReader(self.read, workers=o.read_workers)
+        files = self.planner.files if self.planner is not None else None  # it knows the latest snapshot
+        self.planner = SnapshotPlanner(builder.new_streaming_scan(), bucket_filter=bucket_filter, files=files)
+        self.reader = SplitReader(self.read, workers=o.read_workers, retry=self.retry)
 
     def output_schema(self) -> pa.Schema:
         from pypaimon.schema.data_types import PyarrowFieldParser
@@ -206,7 +230,7 @@ class Follower:
     # -- planning -----------------------------------------------------------------------------------------
     def _walker_for_loop(self) -> SnapshotWalker:
         if self._walker is None:
-            self._walker = SnapshotWalker(self.planner, self.options.poll_max_interval)
+            self._walker = SnapshotWalker(self.planner, self.options.poll_interval, self.retry)
         self._walker.planner = self.planner  # rebuilt when the schema evolves
         return self._walker
 
@@ -214,14 +238,13 @@ class Follower:
         walker = self._walker_for_loop()
         await walker.wait()
         self.stats.mechanism = walker.mechanism
-        await self._check_not_dropped()
 
     async def _resolve(self) -> ResolvedStart:
         o = self.options
         if self.consumers:
-            position = await asyncio.to_thread(self.consumers.get, o.consumer_id)
+            position = await self.retry.call(self.consumers.get, o.consumer_id)
             if position is not None:
-                earliest = await asyncio.to_thread(self.planner.earliest_id)
+                earliest = await self.retry.call(self.planner.earliest_id)
                 if earliest is not None and position < earliest:
                     raise SnapshotExpired(
                         f"consumer {o.consumer_id} is at snapshot {position}, which has expired "
@@ -231,7 +254,7 @@ class Follower:
                     )
                 return ResolvedStart(next_snapshot_id=position)
         while True:
-            resolved = await asyncio.to_thread(resolve_start, o.start, self.planner.snapshots)
+            resolved = await self.retry.call(resolve_start, o.start, self.planner.snapshots)
             if resolved is not None:
                 return resolved
             # An empty table: wait for its first snapshot; everything from snapshot 1 on is new.
@@ -239,7 +262,7 @@ class Follower:
             if o.exit_at_end:
                 return ResolvedStart(next_snapshot_id=1)
             await self._wait()
-            if await asyncio.to_thread(self.planner.latest) is not None:
+            if await self.retry.call(self.planner.snapshot, 1) is not None:  # a new table starts at 1
                 self.stats.waiting_for_first_snapshot = False
                 return ResolvedStart(next_snapshot_id=1)
 
@@ -258,21 +281,13 @@ class Follower:
     def _splits(self, plan) -> list:
         return list(plan.splits())
 
-    async def _check_not_dropped(self) -> None:
-        """While idle: a missing snapshot directory may mean the table was dropped; then fail, never wait on."""
-        if await asyncio.to_thread(self.table.file_io.exists, self.planner.snapshots.snapshot_dir):
-            return
-        from ..catalog import reload_table
-
-        await asyncio.to_thread(reload_table, self.table)  # TableChanged when its schema is gone as well
-
     async def _check_schema(self, snapshot) -> None:
         if snapshot.schema_id == self.schema_id:
             return
         from ..catalog import reload_table
 
         old = self.schema_id
-        table = await asyncio.to_thread(reload_table, self.table)
+        table = await self.retry.call(reload_table, self.table)
         if table.table_schema.id < snapshot.schema_id:
             raise TableChanged(f"schema {snapshot.schema_id} of snapshot {snapshot.id} cannot be loaded")
         self.reader.close()
@@ -291,11 +306,11 @@ class Follower:
             resolved = await self._resolve()
             self.stats.start_id = resolved.full_snapshot_id or resolved.next_snapshot_id
             if resolved.full_snapshot_id is not None:
-                snap = await asyncio.to_thread(self.planner.snapshot, resolved.full_snapshot_id)
+                snap = await self.retry.call(self.planner.snapshot, resolved.full_snapshot_id)
                 if snap is None:
                     raise SnapshotExpired(f"snapshot {resolved.full_snapshot_id} has expired", hint="use --from earliest")
                 await self._check_schema(snap)
-                plan = await asyncio.to_thread(self.planner.start_plan, snap)
+                plan = await self.retry.call(self.planner.start_plan, snap)
                 await self._emit(out, _Planned(snap.id, snap.time_millis, "full", self._splits(plan), snap.id + 1))
             next_id = resolved.next_snapshot_id
             if o.catch_up == "diff":
@@ -330,7 +345,7 @@ class Follower:
                         break
                     await self._check_schema(snap)
                     if self.planner.should_scan(snap):
-                        plan = await asyncio.to_thread(self.planner.delta_plan, snap)
+                        plan = await self.retry.call(self.planner.delta_plan, snap)
                         splits = self._splits(plan)
                     else:
                         splits = []
@@ -345,13 +360,13 @@ class Follower:
             await out.put(e)
 
     async def _diff_catch_up(self, next_id: int, out: asyncio.Queue) -> int:
-        latest = await asyncio.to_thread(self.planner.latest)
+        latest = await self.retry.call(self.planner.latest)
         if latest is None or latest.id < next_id:
             return next_id
         end = latest
         if self.options.until is not None and self.options.until.snapshot_id is not None:
-            end = await asyncio.to_thread(self.planner.snapshot, min(latest.id, self.options.until.snapshot_id))
-        plan = await asyncio.to_thread(self.planner.diff_plan, next_id, end)
+            end = await self.retry.call(self.planner.snapshot, min(latest.id, self.options.until.snapshot_id))
+        plan = await self.retry.call(self.planner.diff_plan, next_id, end)
         await self._emit(out, _Planned(end.id, end.time_millis, "diff", self._splits(plan), end.id + 1))
         return end.id + 1
 
@@ -370,7 +385,7 @@ class Follower:
 
     async def _commit(self, next_snapshot_id: int) -> None:
         if self.consumers:
-            await asyncio.to_thread(self.consumers.set, self.options.consumer_id, next_snapshot_id)
+            await self.retry.call(self.consumers.set, self.options.consumer_id, next_snapshot_id)
 
     async def __aiter__(self) -> AsyncIterator[FollowBatch]:
         plans: asyncio.Queue = asyncio.Queue(maxsize=1)

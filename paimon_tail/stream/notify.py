@@ -120,19 +120,28 @@ def _inotify_fd(path: str) -> Optional[int]:
     return fd
 
 
-def notifier_for(directory: str, poll_max_interval: float = 0.5) -> ChangeNotifier:
+LOCAL_POLL_INTERVAL = 0.5  # local file systems without inotify: polling is free, only latency matters
+REMOTE_POLL_INTERVAL = 0.25  # object stores: one request per poll, 4 requests/s idle (docs/object-stores.md)
+
+
+def notifier_for(directory: str, poll_interval: Optional[float] = None) -> ChangeNotifier:
     """The best notifier for a table's snapshot directory (``file://`` or a plain path can use inotify).
 
-    A directory that does not exist yet (an empty table) is polled: we never create files in a user's table.
+    ``poll_interval`` (``--poll-interval``) is how long an idle poller waits between polls; after a change it
+    polls faster, backing off to that. A directory that does not exist yet (an empty table) is polled: we never
+    create files in a user's table.
     """
     local = directory[len("file://"):] if directory.startswith("file://") else directory
     if "://" not in local:
+        interval = poll_interval or LOCAL_POLL_INTERVAL
         if not os.path.isdir(local):
-            return ChangeNotifier(max_interval=poll_max_interval, upgrade_path=local)
+            return ChangeNotifier(max_interval=interval, upgrade_path=local)
         fd = _inotify_fd(local)
         if fd is not None:
-            return InotifyNotifier(fd)
-    return ChangeNotifier(max_interval=poll_max_interval)
+            return InotifyNotifier(fd, recheck=max(1.0, interval))
+        return ChangeNotifier(max_interval=interval)
+    interval = poll_interval or REMOTE_POLL_INTERVAL
+    return ChangeNotifier(min_interval=min(0.05, interval), max_interval=interval)
 
 
 __all__ = ["ChangeNotifier", "InotifyNotifier", "notifier_for"]

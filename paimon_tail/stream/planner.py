@@ -15,6 +15,8 @@ from pypaimon.read.plan import Plan
 from pypaimon.read.streaming_table_scan import AsyncStreamingTableScan
 from pypaimon.snapshot.snapshot import Snapshot
 
+from ..storage.snapshots import SnapshotFiles
+
 _PYPAIMON_SCAN_METHODS = ("_create_initial_plan", "_create_follow_up_plan")
 _PYPAIMON_SCAN_ATTRIBUTES = ("_snapshot_manager", "_manifest_list_manager", "predicate", "follow_up_scanner")
 
@@ -26,13 +28,14 @@ class SnapshotPlanner:
         self,
         scan: AsyncStreamingTableScan,
         bucket_filter: Optional[Callable[[int], bool]] = None,
-        lookahead: int = 10,
+        files: Optional[SnapshotFiles] = None,
     ) -> None:
         self.scan = scan
         self.table = scan.table
         self.snapshots = scan._snapshot_manager
+        # Kept across schema changes (the follower passes the old planner's): it remembers the latest snapshot.
+        self.files = files or SnapshotFiles(self.snapshots)
         self.bucket_filter = bucket_filter
-        self.lookahead = lookahead
 
     def _shard(self, plan: Plan, snapshot_id: int) -> Plan:
         splits = plan.splits()
@@ -116,29 +119,17 @@ class SnapshotPlanner:
                     snapshot_id=end.id)
 
     def snapshot(self, snapshot_id: int) -> Optional[Snapshot]:
-        return self.snapshots.get_snapshot_by_id(snapshot_id)
+        return self.files.read(snapshot_id)
 
     def latest(self) -> Optional[Snapshot]:
-        return self.snapshots.get_latest_snapshot()
+        return self.files.latest()
 
     def earliest_id(self) -> Optional[int]:
-        try:
-            earliest = self.snapshots.try_get_earliest_snapshot()
-        except RuntimeError:
-            return None
-        return earliest.id if earliest is not None else None
+        return self.files.earliest_id()
 
-    def lookahead_snapshots(self, start_id: int) -> Sequence[Snapshot]:
-        """Consecutive snapshots from ``start_id`` that exist now, fetched in parallel (pypaimon's lookahead)."""
-        ids = list(range(start_id, start_id + self.lookahead))
-        found = self.snapshots.get_snapshots_batch(ids)
-        out = []
-        for sid in ids:
-            snap = found.get(sid)
-            if snap is None:
-                break
-            out.append(snap)
-        return out
+    def snapshots_from(self, start_id: int, window: int = 1) -> Sequence[Snapshot]:
+        """Consecutive snapshots from ``start_id`` that exist now (at most ``window``, read in parallel)."""
+        return self.files.read_from(start_id, window)
 
 
 def _num_levels(table) -> int:

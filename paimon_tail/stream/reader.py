@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import AsyncIterator, Iterator, List, Sequence, Tuple
+from typing import AsyncIterator, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
+
+from ..storage.retry import StorageRetry
 
 _DONE = object()
 
@@ -38,10 +40,12 @@ def split_batches(table_read, splits: Sequence) -> Iterator[pa.RecordBatch]:
 class SplitReader:
     """Reads splits with one ``TableRead``; one instance serves a whole follow session."""
 
-    def __init__(self, table_read, workers: int = 2, queue_size: int = 4) -> None:
+    def __init__(self, table_read, workers: int = 2, queue_size: int = 4,
+                 retry: Optional[StorageRetry] = None) -> None:
         self.table_read = table_read
         self.workers = max(1, workers)
         self.queue_size = max(1, queue_size)
+        self.retry = retry or StorageRetry()
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="paimon-tail-read")
 
     def close(self) -> None:
@@ -49,8 +53,28 @@ class SplitReader:
         # leave an open stream waiting for a split that is never read.
         self._pool.shutdown(wait=False)
 
-    def read_split_batches(self, split):
-        return split_batches(self.table_read, [split])
+    def read_split_batches(self, split, stop: Optional[threading.Event] = None) -> Iterator[pa.RecordBatch]:
+        """The split's batches; when storage fails part-way, it is read again from the start once storage
+        answers, and the rows already handed out are skipped (a split reads back in the same order), so an
+        outage neither loses nor repeats a row."""
+        delivered = attempt = 0
+        while True:
+            skip = delivered
+            try:
+                for batch in split_batches(self.table_read, [split]):
+                    if skip:
+                        if batch.num_rows <= skip:
+                            skip -= batch.num_rows
+                            continue
+                        batch, skip = batch.slice(skip), 0
+                    attempt = 0
+                    self.retry.succeeded()
+                    yield batch
+                    delivered += batch.num_rows
+                return
+            except Exception as e:
+                self.retry.failed(e, attempt, stop)
+                attempt += 1
 
     def open(self, splits: Sequence) -> "SplitStream":
         """Start reading ``splits`` now (call from the event loop); iterate the result for ``(split, batch)``."""
@@ -108,7 +132,7 @@ class SplitStream:
         try:
             if self.stop.is_set():
                 return
-            for batch in self.reader.read_split_batches(self.splits[index]):
+            for batch in self.reader.read_split_batches(self.splits[index], self.stop):
                 if self.stop.is_set():
                     return
                 self._put(q, batch)

@@ -1,7 +1,13 @@
 """Snapshot by snapshot: the walking half of the streaming core, under the follower and the query service's scanner.
 
-``SnapshotPlanner`` lookahead (snapshots fetched in parallel), the change notifier (inotify on local warehouses,
-adaptive polling elsewhere) and gap detection, without reading rows:
+Discovery costs one request per poll on an object store: the next snapshot is read directly (``SnapshotFiles``:
+a missing one is the one HEAD that fails), never listed. A run of found snapshots doubles the read window (up to
+16 in flight) so a backlog is fetched in parallel; a miss resets it to one. The checks that do not have to run
+on every poll — has the next snapshot expired under us (a gap), was the table dropped — run on the first miss
+after activity and then every ``check_interval`` seconds while idle (10 s on object stores, where each check
+costs two or three requests; on every miss locally, where it costs nothing). Between polls the change notifier waits
+(inotify on local warehouses, adaptive polling elsewhere). Every storage call goes through the walker's
+``StorageRetry``, so an outage is waited out and reported (``retry.health``), not fatal:
 
     walker = SnapshotWalker(planner)
     async for snapshot in walker.walk(start_id):
@@ -12,21 +18,33 @@ adaptive polling elsewhere) and gap detection, without reading rows:
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import AsyncIterator, List, Optional
 
+from ..atomic_file import local_path
 from ..errors import SnapshotGap
+from ..storage.retry import StorageRetry
 from .notify import ChangeNotifier, notifier_for
 from .planner import SnapshotPlanner
+
+REMOTE_CHECK_INTERVAL = 10.0
 
 
 class SnapshotWalker:
     """Create it inside the running event loop (it owns an ``asyncio.Event``)."""
 
-    def __init__(self, planner: SnapshotPlanner, poll_max_interval: float = 0.5) -> None:
+    def __init__(self, planner: SnapshotPlanner, poll_interval: Optional[float] = None,
+                 retry: Optional[StorageRetry] = None, check_interval: Optional[float] = None) -> None:
         self.planner = planner
-        self.poll_max_interval = poll_max_interval
+        self.poll_interval = poll_interval
+        self.retry = retry or StorageRetry()
+        if check_interval is None:
+            check_interval = 0.0 if local_path(planner.snapshots.snapshot_dir) is not None else REMOTE_CHECK_INTERVAL
+        self.check_interval = check_interval
         self._notifier: Optional[ChangeNotifier] = None
         self._wake = asyncio.Event()
+        self._window = 1
+        self._checked_at: Optional[float] = None  # last gap/drop check; None: due at the next miss
         self.latest_id: Optional[int] = None
 
     def wake(self) -> None:
@@ -37,7 +55,7 @@ class SnapshotWalker:
         if self._notifier is None or self._notifier.upgradeable():
             if self._notifier is not None:
                 self._notifier.close()
-            self._notifier = notifier_for(self.planner.snapshots.snapshot_dir, self.poll_max_interval)
+            self._notifier = notifier_for(self.planner.snapshots.snapshot_dir, self.poll_interval)
         if self._wake.is_set():
             self._wake.clear()
             return
@@ -53,21 +71,31 @@ class SnapshotWalker:
 
     async def poll(self, next_id: int) -> List:
         """Consecutive snapshots from ``next_id`` that exist now ([] if none); raises ``SnapshotGap``."""
-        while True:
-            snaps = await asyncio.to_thread(self.planner.lookahead_snapshots, next_id)
-            if snaps:
-                if self._notifier is not None:
-                    self._notifier.activity()
-                self.latest_id = max(self.latest_id or 0, snaps[-1].id)
-                return snaps
-            latest = await asyncio.to_thread(self.planner.latest)
-            if latest is None or latest.id < next_id:
-                return []
-            self.latest_id = latest.id
-            earliest = await asyncio.to_thread(self.planner.earliest_id)
-            if earliest is not None and earliest > next_id:
-                raise SnapshotGap(next_id, earliest)
-            await asyncio.sleep(0.001)  # a commit in flight: next_id is not visible yet, a later one is
+        snaps = await self.retry.call(self.planner.snapshots_from, next_id, self._window)
+        if snaps:
+            self._window = min(self.planner.files.max_window, self._window * 2) if len(snaps) == self._window else 1
+            self._checked_at = None
+            if self._notifier is not None:
+                self._notifier.activity()
+            self.latest_id = max(self.latest_id or 0, snaps[-1].id)
+            return list(snaps)
+        self._window = 1
+        now = time.monotonic()
+        if self._checked_at is None or now - self._checked_at >= self.check_interval:
+            self._checked_at = now
+            await self._check(next_id)
+        return []
+
+    async def _check(self, next_id: int) -> None:
+        """``next_id`` is not there: caught up (the usual case), expired under us, or the table is gone."""
+        earliest = await self.retry.call(self.planner.earliest_id)
+        if earliest is not None and earliest > next_id:
+            raise SnapshotGap(next_id, earliest)
+        table = self.planner.table
+        if earliest is None and not await self.retry.call(self.planner.files.table_exists, table.table_schema.id):
+            from ..catalog import reload_table
+
+            await self.retry.call(reload_table, table)  # TableChanged when the table was dropped
 
     async def walk(self, next_id: int) -> AsyncIterator:
         while True:

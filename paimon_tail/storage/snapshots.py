@@ -1,0 +1,146 @@
+"""Snapshot files, read the way an object store charges for them.
+
+pypaimon's ``SnapshotManager`` asks ``exists()`` before it reads, and on S3 pyarrow answers ``exists()`` of a missing
+key with a HEAD *and* a LIST (the key might be a "directory"); ``get_latest_snapshot`` adds the ``snapshot/``
+directory, the LATEST hint and its neighbours: about ten requests. Here a snapshot is simply read: a missing one
+costs the one request that fails, a present one a GET (``s3.S3Client``; HEAD + GET through pyarrow). The latest snapshot is found from the last one we know
+(one HEAD for the next id) and the hints are read only when we know nothing yet. On a local disk the same calls
+are a failed ``open()`` and a read.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import List, Optional
+
+from pypaimon.common.json_util import JSON
+from pypaimon.snapshot.snapshot import Snapshot
+
+from .s3 import S3Client, split_path
+
+
+class SnapshotFiles:
+    """Reads ``<table>/snapshot/*`` for one table; thread-safe; every method blocks on I/O."""
+
+    def __init__(self, manager, max_window: int = 16) -> None:
+        self.manager = manager
+        self.file_io = manager.file_io
+        self.max_window = max_window
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._lock = threading.Lock()
+        self._latest: Optional[Snapshot] = None  # the newest snapshot seen: where the next search starts
+        self._s3 = S3Client.for_file_io(self.file_io)
+
+    # -- single files -------------------------------------------------------------------------------------
+    def read(self, snapshot_id: int) -> Optional[Snapshot]:
+        """Snapshot ``snapshot_id``, or None if it does not exist (not committed yet, or expired)."""
+        text = self._read_text(self.manager.get_snapshot_path(snapshot_id))
+        if text is None:
+            return None
+        snapshot = JSON.from_json(text, Snapshot)
+        self._saw(snapshot)
+        return snapshot
+
+    def hint(self, name: str) -> Optional[int]:
+        """The ``EARLIEST`` or ``LATEST`` hint file's snapshot id (writers keep them; they may lag)."""
+        text = self._read_text(f"{self.manager.snapshot_dir}/{name}")
+        try:
+            return int(text.strip()) if text and text.strip() else None
+        except ValueError:
+            return None
+
+    def _read_text(self, path: str) -> Optional[str]:
+        if self._s3 is not None:  # one GET, a missing file is its 404
+            data = self._s3.get(*split_path(self.file_io, path))
+            return data.decode("utf-8") if data is not None else None
+        try:
+            return self.file_io.read_file_utf8(path)
+        except FileNotFoundError:
+            return None
+
+    def _exists(self, path: str) -> bool:
+        """One HEAD on an object store: opening a file asks for its size, reading it would be a second request."""
+        try:
+            self.file_io.new_input_stream(path).close()
+            return True
+        except FileNotFoundError:
+            return False
+
+    def _saw(self, snapshot: Snapshot) -> None:
+        with self._lock:
+            if self._latest is None or snapshot.id > self._latest.id:
+                self._latest = snapshot
+
+    # -- runs of snapshots --------------------------------------------------------------------------------
+    def read_from(self, start_id: int, window: int = 1) -> List[Snapshot]:
+        """The consecutive snapshots from ``start_id`` that exist now, at most ``window``, read in parallel."""
+        window = max(1, min(window, self.max_window))
+        if window == 1:
+            first = self.read(start_id)
+            return [first] if first is not None else []
+        found = list(self._executor().map(self.read, range(start_id, start_id + window)))
+        out = []
+        for snapshot in found:
+            if snapshot is None:
+                break
+            out.append(snapshot)
+        return out
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.max_window, thread_name_prefix="paimon-tail-snapshots")
+            return self._pool
+
+    # -- ends of the table --------------------------------------------------------------------------------
+    def latest(self) -> Optional[Snapshot]:
+        """The newest snapshot now (None for an empty table): one HEAD when nothing was committed since the last
+        call; the LATEST hint (checked forward, as it may lag) the first time."""
+        with self._lock:
+            known = self._latest
+        if known is None:
+            hint = self.hint("LATEST")
+            known = self.read(hint) if hint is not None else None
+            if known is None:
+                known = self.manager.get_latest_snapshot()  # no usable hint: pypaimon lists the directory
+                if known is None:
+                    return None
+                self._saw(known)
+        window = 1
+        while True:
+            newer = self.read_from(known.id + 1, window)
+            if not newer:
+                return known
+            known = newer[-1]
+            window = min(self.max_window, window * 2)
+
+    def earliest_id(self) -> Optional[int]:
+        """The oldest snapshot still kept (None for an empty table): the EARLIEST hint when it is right (one or
+        two requests), else one listing of the snapshot directory."""
+        hint = self.hint("EARLIEST")
+        first = hint if hint is not None else 1
+        if self._exists(self.manager.get_snapshot_path(first)):
+            return first
+        ids = self._listed_ids()
+        return min(ids) if ids else None
+
+    def _listed_ids(self) -> List[int]:
+        ids = []
+        for info in self.file_io.list_status(self.manager.snapshot_dir) or ():
+            name = info.path.rstrip("/").rsplit("/", 1)[-1]
+            if name.startswith("snapshot-") and name[len("snapshot-"):].isdigit():
+                ids.append(int(name[len("snapshot-"):]))
+        return ids
+
+    def table_exists(self, schema_id: int) -> bool:
+        """Whether the table's schema file is still there (a dropped table loses its whole directory)."""
+        table_path = self.manager.table_path
+        return self._exists(f"{table_path}/schema/schema-{schema_id}")
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+
+__all__ = ["SnapshotFiles"]

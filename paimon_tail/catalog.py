@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .errors import TableNotFound, UsageError, WarehouseError
+from .errors import PaimonTailError, TableNotFound, UsageError, WarehouseError
 
 _IDENT = re.compile(r"^[^.\s]+\.[^.\s]+$")
 
@@ -42,11 +42,46 @@ class CatalogConfig:
             if "://" not in warehouse and not os.path.isdir(warehouse):
                 raise WarehouseError(f"warehouse {warehouse} does not exist")
         try:
-            return CatalogFactory.create(options)
+            catalog = CatalogFactory.create(options)
         except ValueError as e:
             raise UsageError(f"bad catalog options: {e}") from e
         except Exception as e:  # network, auth, unreadable warehouse
-            raise WarehouseError(f"cannot open catalog: {_one_line(e)}") from e
+            raise _storage_error(e, "cannot open catalog", None) from e
+        if metastore == "filesystem" and "://" in options["warehouse"] and \
+                not options["warehouse"].startswith("file://"):
+            _check_bucket(catalog, options["warehouse"])
+        return catalog
+
+
+def _storage_error(e: BaseException, context: str, file_io) -> PaimonTailError:
+    """The error to show for ``e``: its storage root cause when storage is to blame (``storage.errors``)."""
+    from .storage.errors import StorageError, diagnose, endpoint_of
+
+    diagnosis = diagnose(e, endpoint_of(file_io) if file_io is not None else "the object store")
+    if diagnosis is not None:
+        return StorageError(f"{context}: {diagnosis.message}")
+    return WarehouseError(f"{context}: {_one_line(e)}")
+
+
+def _check_bucket(catalog, warehouse: str) -> None:
+    """One request (HeadBucket) at start-up, so that a missing bucket, bad credentials or an endpoint that does
+    not answer are named as such, not as "database does not exist" after a minute of retries."""
+    import pyarrow.fs as pafs
+
+    from .storage.errors import StorageError, endpoint_of
+
+    file_io = getattr(catalog, "file_io", None)
+    filesystem = getattr(file_io, "filesystem", None)
+    if not isinstance(filesystem, pafs.S3FileSystem):
+        return
+    bucket = file_io.to_filesystem_path(warehouse).split("/", 1)[0]
+    try:
+        info = filesystem.get_file_info(bucket)
+    except Exception as e:
+        raise _storage_error(e, f"cannot open warehouse {warehouse}", file_io) from e
+    if info.type == pafs.FileType.NotFound:
+        raise StorageError(f"cannot open warehouse {warehouse}: bucket {bucket} does not exist at "
+                           f"{endpoint_of(file_io)}")
 
 
 def load_config_file(path: str) -> dict[str, str]:
@@ -129,7 +164,7 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
             pass
         raise TableNotFound(f"table {identifier} does not exist") from None
     except Exception as e:
-        raise WarehouseError(f"cannot open table {identifier}: {_one_line(e)}") from e
+        raise _storage_error(e, f"cannot open table {identifier}", getattr(cat, "file_io", None)) from e
 
 
 def _one_line(e: BaseException) -> str:

@@ -17,16 +17,25 @@ ORDERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("status", pa.st
 
 
 class TestWarehouse:
-    """A temporary filesystem warehouse with database ``db``."""
+    """A temporary filesystem warehouse with database ``db`` (a local directory, or an S3 URI with ``options``)."""
 
     __test__ = False
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, options: Optional[dict] = None) -> None:
         from pypaimon import CatalogFactory
 
         self.path = path
-        self.catalog = CatalogFactory.create({"warehouse": path})
+        self.options = dict(options or {}, warehouse=path)
+        self.catalog = CatalogFactory.create(self.options)
         self.catalog.create_database("db", True)
+
+    def cli_args(self, options: Optional[dict] = None) -> List[str]:
+        """``-w PATH -O k=v …`` for the CLI (``options``: another set of catalog options, e.g. via a proxy)."""
+        opts = dict(options or self.options)
+        args = ["-w", opts.pop("warehouse", self.path)]
+        for k, v in opts.items():
+            args += ["-O", f"{k}={v}"]
+        return args
 
     def create(self, name: str, schema: pa.Schema = APPEND, primary_keys: Optional[list] = None,
                partition_keys: Optional[list] = None, options: Optional[dict] = None):

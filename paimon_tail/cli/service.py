@@ -253,6 +253,8 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
     data = {
         "table": table, "address": st.address, "version": st.version, "executors": st.num_executors,
         "latest_snapshot": latest_id, "tables": list(st.tables),
+        "storage_error": st.storage_error or None,
+        "storage_error_since_ms": st.storage_error_since_ms or None,
         "executor": [
             {
                 "index": e.info.index, "address": e.info.address, "alive": e.info.alive, "pid": e.info.pid,
@@ -278,6 +280,11 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
     console = Console()
     console.print(f"[bold]{table}[/] served by {st.address} (paimon-tail {st.version}), "
                   f"{st.num_executors} executor(s); latest snapshot {latest_id}")
+    if st.storage_error:
+        from ..storage.retry import Outage
+
+        outage = Outage(st.storage_error_since_ms / 1000, st.storage_error, 0)
+        console.print(f"[bold red]{outage.describe()}[/] (retrying; lookups answer at the snapshots below)")
     t = Table(show_edge=False, header_style="bold")
     for col in ("executor", "address", "alive", "snapshot", "lag", "buckets", "keys", "req/s", "keys/s", "restarts"):
         t.add_column(col)

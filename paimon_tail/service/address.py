@@ -7,6 +7,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import grpc
 
+from ..storage.retry import Outage
 from . import lookup_pb2 as pb
 from . import lookup_pb2_grpc as pbg
 
@@ -88,8 +89,10 @@ class Registry:
 
 class AddressServicer(pbg.AddressServiceServicer):
     def __init__(self, registry: Registry, address: Callable[[], str], max_batch_keys: int,
-                 max_message_bytes: int, version: str) -> None:
+                 max_message_bytes: int, version: str,
+                 outage: Callable[[str], Optional[Outage]] = lambda table: None) -> None:
         self.registry = registry
+        self.outage = outage
         self.address = address
         self.max_batch_keys = max_batch_keys
         self.max_message_bytes = max_message_bytes
@@ -132,7 +135,10 @@ class AddressServicer(pbg.AddressServiceServicer):
                 requests_per_second=rec.rates[0], keys_per_second=rec.rates[1],
                 last_heartbeat_ms=rec.last_heartbeat_ms,
             ))
+        outage = self.outage(request.table)
         return pb.StatusResponse(
             table=request.table, address=self.address(), started_ms=reg.started_ms,
             num_executors=reg.num_executors, executors=out, tables=reg.tables, version=self.version,
+            storage_error=outage.cause if outage else "",
+            storage_error_since_ms=int(outage.since * 1000) if outage else 0,
         )

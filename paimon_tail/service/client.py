@@ -154,16 +154,28 @@ class LookupClient:
         if reg is None:
             raise ServiceError(f"no query service is registered for {self.name}",
                                hint=f"start one with: paimon-tail serve {self.name}")
-        if not reg.is_live():
-            ago = (regmod.now_ms() - reg.heartbeat_ms) / 1000
-            raise ServiceError(f"no live service for {self.name}: the registration of {reg.describe()} "
-                               f"expired (last heartbeat {ago:.0f}s ago)")
         if reg.tls and not self.security.tls:
             raise ServiceError(f"the service for {self.name} uses TLS", hint="pass --tls-ca (and a client certificate for mutual TLS)")
         if reg.auth == "token" and not self.security.token:
             raise ServiceError(f"the service for {self.name} requires a token",
                                hint="set PAIMON_TAIL_TOKEN or pass --token-file")
         return reg
+
+    def _unreachable_error(self, reg: regmod.Registration, last: Optional[BaseException]) -> ServiceError:
+        """A registration whose lease ran out is still tried (a service that cannot reach its storage cannot
+        renew it, yet answers); only when its address server does not answer either is the service gone."""
+        if not reg.is_live():
+            ago = (regmod.now_ms() - reg.heartbeat_ms) / 1000
+            return ServiceError(f"no live service for {self.name}: the registration of {reg.describe()} "
+                                f"expired (last heartbeat {ago:.0f}s ago)")
+        return ServiceError(f"no live service for {self.name}: the address server at "
+                            f"{', '.join(reg.addresses)} does not answer ({_unreachable(last)})")
+
+    @staticmethod
+    def _budget(reg: regmod.Registration, deadline: float) -> float:
+        # The address server refusing connections means the service is gone (or restarting): try briefly; an
+        # expired registration more briefly still.
+        return min(deadline, time.monotonic() + (2.0 if reg.is_live() else 0.5))
 
     def _channel(self, address: str) -> grpc.aio.Channel:
         ch = self._channels.get(address)
@@ -183,8 +195,7 @@ class LookupClient:
         reg = await asyncio.to_thread(self._registration)
         last: Optional[BaseException] = None
         delay = 0.05
-        # The address server refusing connections means the service is gone (or restarting): try briefly.
-        budget_end = min(deadline, time.monotonic() + 2.0)
+        budget_end = self._budget(reg, deadline)
         while True:
             for address in reg.addresses:
                 try:
@@ -199,9 +210,7 @@ class LookupClient:
                     last = e
                     await self._drop_channel(address)
             if time.monotonic() + delay >= budget_end:
-                detail = _unreachable(last)
-                raise ServiceError(f"no live service for {self.name}: the address server at "
-                                   f"{', '.join(reg.addresses)} does not answer ({detail})")
+                raise self._unreachable_error(reg, last)
             await asyncio.sleep(delay)
             delay = min(0.5, delay * 2)
             reg = await asyncio.to_thread(self._registration)
@@ -471,7 +480,7 @@ class LookupClient:
         reg = self._registration()
         last: Optional[BaseException] = None
         delay = 0.05
-        budget_end = min(deadline, time.monotonic() + 2.0)
+        budget_end = self._budget(reg, deadline)
         md = self.security.metadata()
         while True:
             for address in reg.addresses:
@@ -486,9 +495,7 @@ class LookupClient:
                     last = e
                     self._drop_sync_channel(address)
             if time.monotonic() + delay >= budget_end:
-                detail = _unreachable(last)
-                raise ServiceError(f"no live service for {self.name}: the address server at "
-                                   f"{', '.join(reg.addresses)} does not answer ({detail})")
+                raise self._unreachable_error(reg, last)
             time.sleep(delay)
             delay = min(0.5, delay * 2)
             reg = self._registration()

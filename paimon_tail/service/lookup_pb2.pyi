@@ -137,7 +137,7 @@ class ExecutorStatus(_message.Message):
     def __init__(self, info: _Optional[_Union[ExecutorInfo, _Mapping]] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., requests_per_second: _Optional[float] = ..., keys_per_second: _Optional[float] = ..., last_heartbeat_ms: _Optional[int] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("table", "address", "started_ms", "num_executors", "executors", "tables", "version")
+    __slots__ = ("table", "address", "started_ms", "num_executors", "executors", "tables", "version", "storage_error", "storage_error_since_ms")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     STARTED_MS_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +145,8 @@ class StatusResponse(_message.Message):
     EXECUTORS_FIELD_NUMBER: _ClassVar[int]
     TABLES_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_ERROR_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_ERROR_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
     table: str
     address: str
     started_ms: int
@@ -152,7 +154,9 @@ class StatusResponse(_message.Message):
     executors: _containers.RepeatedCompositeFieldContainer[ExecutorStatus]
     tables: _containers.RepeatedScalarFieldContainer[str]
     version: str
-    def __init__(self, table: _Optional[str] = ..., address: _Optional[str] = ..., started_ms: _Optional[int] = ..., num_executors: _Optional[int] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., tables: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ...) -> None: ...
+    storage_error: str
+    storage_error_since_ms: int
+    def __init__(self, table: _Optional[str] = ..., address: _Optional[str] = ..., started_ms: _Optional[int] = ..., num_executors: _Optional[int] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., tables: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., storage_error: _Optional[str] = ..., storage_error_since_ms: _Optional[int] = ...) -> None: ...
 
 class LookupRequest(_message.Message):
     __slots__ = ("table", "keys_ipc", "buckets", "min_snapshot_id", "select")

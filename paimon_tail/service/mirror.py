@@ -17,7 +17,10 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from ..storage.retry import StorageRetry
 from ..stream.reader import split_batches
+
+_RETRY = StorageRetry(timeout=None)
 
 
 @dataclass
@@ -47,6 +50,11 @@ def partition_path(partition_keys: Sequence[str], values: Sequence) -> str:
 
 
 def _copy_stream(file_io, remote: str, local: str) -> None:
+    """Copy one file; a storage outage is waited out (the executor keeps answering from what it holds)."""
+    _RETRY.call_sync(_copy_once, file_io, remote, local)
+
+
+def _copy_once(file_io, remote: str, local: str) -> None:
     os.makedirs(os.path.dirname(local), mode=0o700, exist_ok=True)
     tmp = f"{local}.{uuid.uuid4().hex[:8]}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

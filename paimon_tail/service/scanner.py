@@ -23,6 +23,8 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import SnapshotGap
 from ..stream.planner import SnapshotPlanner
+from ..storage.errors import endpoint_of
+from ..storage.retry import StorageHealth, StorageRetry
 from ..stream.walker import SnapshotWalker
 from .mirror import BucketFiles
 from .routing import TableRouting
@@ -61,7 +63,8 @@ def table_mode(table) -> str:
 
 
 class TableScanner:
-    def __init__(self, name: str, table, num_executors: int, send: Callable[[int, tuple], None]) -> None:
+    def __init__(self, name: str, table, num_executors: int, send: Callable[[int, tuple], None],
+                 health: Optional[StorageHealth] = None) -> None:
         self.name = name
         self.table = table
         self.routing = TableRouting.of(table)
@@ -69,7 +72,9 @@ class TableScanner:
         self.num_executors = num_executors
         self.send = send
         self.planner = SnapshotPlanner(table.new_stream_read_builder().new_streaming_scan())
-        self.walker = SnapshotWalker(self.planner)
+        # A service waits out any storage outage (no timeout); the status shows it (``service status``).
+        self.retry = StorageRetry(endpoint_of(table.file_io), timeout=None, health=health)
+        self.walker = SnapshotWalker(self.planner, retry=self.retry)
         self.resync: Set[int] = set(range(num_executors))
         self.snapshot = None  # last snapshot sent
         self.snapshots_sent = 0
@@ -134,12 +139,12 @@ class TableScanner:
             self.resync.discard(i)
 
     async def _process(self, snapshot) -> None:
-        changes = await asyncio.to_thread(self._delta_entries, snapshot)
+        changes = await self.retry.call(self._delta_entries, snapshot)
         targets = set(self.resync)
         full = None
         if targets or (self.mode == "dv" and changes):
             changed = set(changes)
-            full = await asyncio.to_thread(self._full_buckets, snapshot)
+            full = await self.retry.call(self._full_buckets, snapshot)
             if self.mode == "dv":
                 for key in changed:
                     changes[key] = BucketChange(replace=full.get(key, BucketFiles()))
@@ -168,17 +173,17 @@ class TableScanner:
             self.walker.close()
 
     async def _run(self) -> None:
-        snapshot = await asyncio.to_thread(self.planner.latest)
+        snapshot = await self.retry.call(self.planner.latest)
         while snapshot is None:
             # An empty table: executors serve "snapshot 0" (nothing) until the first commit.
             for i in list(self.resync):
                 self.send(i, ("full", self.name, 0, 0, {}))
                 self.resync.discard(i)
             await self.walker.wait()
-            snapshot = await asyncio.to_thread(self.planner.snapshot, 1) or \
-                await asyncio.to_thread(self.planner.latest)
+            snapshot = await self.retry.call(self.planner.snapshot, 1) or \
+                await self.retry.call(self.planner.latest)
         first = snapshot
-        buckets = await asyncio.to_thread(self._full_buckets, first)
+        buckets = await self.retry.call(self._full_buckets, first)
         self._send_full(first, set(range(self.num_executors)), buckets)
         self.snapshot = first
         next_id = first.id + 1
@@ -187,7 +192,7 @@ class TableScanner:
                 snaps = await self.walker.poll(next_id)
             except SnapshotGap as gap:
                 log.warning("%s: %s; resending full state", self.name, gap)
-                latest = await asyncio.to_thread(self.planner.latest)
+                latest = await self.retry.call(self.planner.latest)
                 self._send_full(latest, set(range(self.num_executors)))
                 self.snapshot = latest
                 next_id = latest.id + 1
@@ -195,7 +200,7 @@ class TableScanner:
             if not snaps:
                 if self.resync and self.snapshot is not None:
                     targets = set(self.resync)
-                    buckets = await asyncio.to_thread(self._full_buckets, self.snapshot)
+                    buckets = await self.retry.call(self._full_buckets, self.snapshot)
                     self._send_full(self.snapshot, targets, buckets)
                     continue
                 await self.walker.wait()

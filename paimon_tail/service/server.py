@@ -38,6 +38,7 @@ from . import registration as regmod
 from .address import AddressServicer, Registry
 from .executor import ExecutorSpec, executor_main
 from .routing import check_supported
+from ..storage.retry import StorageHealth
 from .scanner import TableScanner
 from .security import Security, add_port, server_options
 
@@ -143,6 +144,7 @@ class QueryService:
         self.service_id = regmod.new_service_id()
         self.tables: Dict[str, object] = {}
         self.scanners: Dict[str, TableScanner] = {}
+        self.health: Dict[str, StorageHealth] = {name: StorageHealth() for name in options.tables}
         self.links: List[Optional[_Link]] = [None] * self.num_executors
         self.registry = Registry(self.num_executors, list(options.tables), options.heartbeat_timeout)
         self.server: Optional[grpc.aio.Server] = None
@@ -208,7 +210,8 @@ class QueryService:
         from .. import __version__
 
         pbg.add_AddressServiceServicer_to_server(
-            AddressServicer(self.registry, lambda: self.address, o.max_batch_keys, o.max_message_bytes, __version__),
+            AddressServicer(self.registry, lambda: self.address, o.max_batch_keys, o.max_message_bytes, __version__,
+                            outage=lambda table: self.health[table].outage if table in self.health else None),
             self.server,
         )
         try:
@@ -223,7 +226,7 @@ class QueryService:
             for i in range(self.num_executors):
                 self._spawn(i)
         for name, table in self.tables.items():
-            scanner = TableScanner(name, table, self.num_executors, self._send)
+            scanner = TableScanner(name, table, self.num_executors, self._send, self.health[name])
             self.scanners[name] = scanner
             self._tasks.append(asyncio.create_task(scanner.run(), name=f"scanner-{name}"))
         if self.launcher is not None:

@@ -69,11 +69,20 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
 
 
 def _storage_text(exc: BaseException) -> Optional[str]:
-    """The first error in the chain that comes from an object store client."""
+    """The first error in the chain that comes from an object store client, in pyarrow's words (curl codes for
+    socket errors, so both S3 clients read alike)."""
+    import socket
+    import ssl
+
     for e in chain(exc):
         text = str(e)
-        if "AWS Error" in text or "curlCode" in text or isinstance(e, (ConnectionError, TimeoutError)):
+        if "AWS Error" in text or "curlCode" in text:
             return text
+        for kind, curl in ((ConnectionRefusedError, 7), (socket.gaierror, 6), (ssl.SSLError, 35),
+                           (ConnectionResetError, 56), (BrokenPipeError, 55), (TimeoutError, 28),
+                           (ConnectionError, 52)):
+            if isinstance(e, kind):
+                return f"{text} (curlCode: {curl})"
     return None
 
 
@@ -100,7 +109,7 @@ def diagnose(exc: BaseException, endpoint: str = "the object store") -> Optional
                          False)
     if _REGION.search(text):
         return Diagnosis(f"{endpoint} says the bucket {bucket} is in another region: set fs.s3.region", False)
-    if _TRANSIENT.search(text) or isinstance(next(chain(exc)), (ConnectionError, TimeoutError)):
+    if _TRANSIENT.search(text):
         return Diagnosis(f"{endpoint} is unavailable: {_short(text)}", True)
     return Diagnosis(f"{endpoint} refused the request: {_short(text)}", False)
 

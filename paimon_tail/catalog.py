@@ -47,9 +47,6 @@ class CatalogConfig:
             raise UsageError(f"bad catalog options: {e}") from e
         except Exception as e:  # network, auth, unreadable warehouse
             raise _storage_error(e, "cannot open catalog", None) from e
-        if metastore == "filesystem" and "://" in options["warehouse"] and \
-                not options["warehouse"].startswith("file://"):
-            _check_bucket(catalog, options["warehouse"])
         return catalog
 
 
@@ -63,9 +60,9 @@ def _storage_error(e: BaseException, context: str, file_io) -> PaimonTailError:
     return WarehouseError(f"{context}: {_one_line(e)}")
 
 
-def _check_bucket(catalog, warehouse: str) -> None:
-    """One request (HeadBucket) at start-up, so that a missing bucket, bad credentials or an endpoint that does
-    not answer are named as such, not as "database does not exist" after a minute of retries."""
+def _check_bucket(catalog) -> None:
+    """When a database or table is not found on an object store: is it the bucket, the credentials or the
+    endpoint (one HeadBucket request, named in one line), rather than "database does not exist"?"""
     import pyarrow.fs as pafs
 
     from .storage.errors import StorageError, endpoint_of
@@ -74,6 +71,7 @@ def _check_bucket(catalog, warehouse: str) -> None:
     filesystem = getattr(file_io, "filesystem", None)
     if not isinstance(filesystem, pafs.S3FileSystem):
         return
+    warehouse = file_io.properties.to_map().get("warehouse", "")
     bucket = file_io.to_filesystem_path(warehouse).split("/", 1)[0]
     try:
         info = filesystem.get_file_info(bucket)
@@ -153,8 +151,10 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
     try:
         return cat.get_table(identifier)
     except DatabaseNotExistException:
+        _check_bucket(cat)  # on an object store: the bucket, credentials or endpoint may be to blame
         raise TableNotFound(f"database {identifier.split('.')[0]} does not exist") from None
     except TableNotExistException:
+        _check_bucket(cat)
         database = identifier.split(".")[0]
         try:
             cat.get_database(database)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import threading
 from typing import List
 
-from . import known_size_reads, orc_char_padding, s3_client, value_stats_cols
+from . import known_size_reads, orc_char_padding, prefetched_reads, s3_client, value_stats_cols
 
 _SHIMS = (
     value_stats_cols,
     orc_char_padding,
     s3_client,
     known_size_reads,
+    prefetched_reads,
 )
 
 _lock = threading.Lock()

@@ -5,8 +5,8 @@ Option names follow Paimon's own Spark connector where it has one (``scan.mode``
 Spark hands a Python data source its options with lower-cased keys, so every lookup here is lower-case.
 
 Catalog options: ``warehouse`` and ``metastore``/``uri``/``token`` directly, any other catalog option as
-``catalog.<key>``, a pypaimon-style YAML file as ``config``, or all of them as JSON in ``catalog-options``
-(the only way to pass keys whose case matters, such as ``fs.oss.accessKeyId``).
+``catalog.<key>``, a pypaimon-style YAML file as ``config``, or all of them as JSON in ``catalog-options``.
+Spark lower-cases ``catalog.fs.s3.accessKeyId``; pypaimon's mixed-case keys are restored (``canonical_option_key``).
 """
 from __future__ import annotations
 
@@ -94,6 +94,33 @@ class SourceOptions:
     table_options: Dict[str, str] = field(default_factory=dict)
 
 
+def _mixed_case_keys() -> Dict[str, str]:
+    """pypaimon's catalog option keys that are not all lower-case (``fs.s3.accessKeyId``…), by their lower case."""
+    import inspect
+
+    from pypaimon.common.options import config
+    from pypaimon.common.options.config_option import ConfigOption
+
+    keys = {}
+    for _, cls in inspect.getmembers(config, inspect.isclass):
+        for value in vars(cls).values():
+            if isinstance(value, ConfigOption) and value.key() != value.key().lower():
+                keys[value.key().lower()] = value.key()
+    return keys
+
+
+_MIXED_CASE: Optional[Dict[str, str]] = None
+
+
+def canonical_option_key(key: str) -> str:
+    """Spark lower-cases data source option keys; pypaimon reads some keys in camelCase and ignores the lower-case
+    spelling (silently falling back to other credentials). Restore pypaimon's spelling of the keys it knows."""
+    global _MIXED_CASE
+    if _MIXED_CASE is None:
+        _MIXED_CASE = _mixed_case_keys()
+    return _MIXED_CASE.get(key.lower(), key)
+
+
 def catalog_options(options: Mapping[str, str]) -> Dict[str, str]:
     o = {str(k).lower(): v for k, v in options.items()}
     merged: Dict[str, str] = {}
@@ -102,7 +129,7 @@ def catalog_options(options: Mapping[str, str]) -> Dict[str, str]:
             merged[key] = o[key]
     for key, value in o.items():
         if key.startswith("catalog.") and key != "catalog.options":
-            merged[key[len("catalog."):]] = value
+            merged[canonical_option_key(key[len("catalog."):])] = value
     if o.get("catalog-options"):
         try:
             extra = json.loads(o["catalog-options"])

@@ -96,7 +96,7 @@ class StreamPlanner:
                         hint=f"reset it with: paimon-tail consumers {o.table} --reset {o.consumer_id} --to {earliest}",
                     )
                 return Position(position).to_offset()
-        resolved = resolve_start(o.start, self.planner.snapshots)
+        resolved = resolve_start(o.start, self.planner.files)
         if resolved is None:  # empty table: everything from snapshot 1 on is new
             return Position(1).to_offset()
         if resolved.full_snapshot_id is not None:

@@ -71,6 +71,12 @@ class SnapshotFiles:
             if self._latest is None or snapshot.id > self._latest.id:
                 self._latest = snapshot
 
+    @property
+    def known_latest_id(self) -> Optional[int]:
+        """The newest snapshot id seen so far (no I/O)."""
+        latest = self._latest
+        return latest.id if latest is not None else None
+
     # -- runs of snapshots --------------------------------------------------------------------------------
     def read_from(self, start_id: int, window: int = 1) -> List[Snapshot]:
         """The consecutive snapshots from ``start_id`` that exist now, at most ``window``, read in parallel."""
@@ -123,6 +129,25 @@ class SnapshotFiles:
             return first
         ids = self._listed_ids()
         return min(ids) if ids else None
+
+    def at_or_before(self, timestamp_ms: int, earliest: Optional[int], latest: Optional[Snapshot]
+                     ) -> Optional[Snapshot]:
+        """The newest snapshot committed at or before ``timestamp_ms`` (binary search over the kept ones), as
+        Paimon's ``SnapshotManager.earlierOrEqualTimeMills``."""
+        if latest is None or earliest is None:
+            return None
+        lo, hi, found = earliest, latest.id, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            snapshot = latest if mid == latest.id else self.read(mid)
+            if snapshot is None:  # expired meanwhile: search above it
+                lo = mid + 1
+                continue
+            if snapshot.time_millis <= timestamp_ms:
+                found, lo = snapshot, mid + 1
+            else:
+                hi = mid - 1
+        return found
 
     def _listed_ids(self) -> List[int]:
         ids = []

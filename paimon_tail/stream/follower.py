@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable, Iterator, List, Optional, Sequence, Union
@@ -29,9 +30,12 @@ from .positions import EndPosition, ResolvedStart, StartPosition, parse_end, par
 from .reader import SplitReader
 from .walker import SnapshotWalker
 from ..storage.errors import endpoint_of
+from ..atomic_file import local_path
+from ..storage.prefetch import Prefetcher
 from ..storage.retry import Outage, StorageHealth, StorageRetry
 
 DEFAULT_SCRIPT_STORAGE_TIMEOUT = 60.0
+PREFETCH_PLANS = 8
 META_COLUMNS = ("_snapshot_id", "_commit_time", "_bucket", "_partition")
 
 
@@ -164,6 +168,10 @@ class Follower:
         self.retry = StorageRetry(endpoint_of(table.file_io), self.options.effective_storage_timeout(),
                                   self.stats.health)
         self.planner: Optional[SnapshotPlanner] = None
+        # On an object store, data files are fetched ahead of decoding (storage/prefetch.py); --no-prefetch
+        # (plan only after the previous snapshot is written) reads as on a local disk.
+        self.remote = local_path(table.table_path) is None
+        self.prefetcher = Prefetcher(table.file_io) if self.remote and self.options.prefetch else None
         self.consumers = ConsumerStore(table) if self.options.consumer_id else None
         if self.consumers:
             ConsumerStore.validate_id(self.options.consumer_id)
@@ -253,18 +261,16 @@ class Follower:
                         f"{o.consumer_id} --to {earliest}",
                     )
                 return ResolvedStart(next_snapshot_id=position)
-        while True:
-            resolved = await self.retry.call(resolve_start, o.start, self.planner.snapshots)
-            if resolved is not None:
-                return resolved
-            # An empty table: wait for its first snapshot; everything from snapshot 1 on is new.
-            self.stats.waiting_for_first_snapshot = True
-            if o.exit_at_end:
-                return ResolvedStart(next_snapshot_id=1)
-            await self._wait()
-            if await self.retry.call(self.planner.snapshot, 1) is not None:  # a new table starts at 1
-                self.stats.waiting_for_first_snapshot = False
-                return ResolvedStart(next_snapshot_id=1)
+        resolved = await self.retry.call(resolve_start, o.start, self.planner.files)
+        if resolved is not None:
+            return resolved
+        # An empty table: wait for its first snapshot (one request a poll); everything from snapshot 1 on is new.
+        self.stats.waiting_for_first_snapshot = True
+        if not o.exit_at_end:
+            while await self.retry.call(self.planner.snapshot, 1) is None:
+                await self._wait()
+            self.stats.waiting_for_first_snapshot = False
+        return ResolvedStart(next_snapshot_id=1)
 
     def _past_end(self, snapshot) -> bool:
         until = self.options.until
@@ -296,6 +302,8 @@ class Follower:
 
     async def _emit(self, out: asyncio.Queue, planned: "_Planned") -> None:
         """Hand a planned snapshot to the reader. Without prefetch, planning waits until it has been written."""
+        if self.prefetcher is not None:
+            self.prefetcher.fetch(planned.snapshot_id, _data_files(planned.splits))
         await out.put(planned)
         if not self.options.prefetch:
             await out.join()
@@ -338,19 +346,17 @@ class Follower:
                 last = snaps[-1]
                 if self.stats.latest_id is None or last.id >= self.stats.latest_id:
                     self.stats.latest_id, self.stats.latest_time_ms = last.id, last.time_millis
-                stop = False
-                for snap in snaps:
-                    if self._past_end(snap):
-                        stop = True
-                        break
-                    await self._check_schema(snap)
-                    if self.planner.should_scan(snap):
-                        plan = await self.retry.call(self.planner.delta_plan, snap)
-                        splits = self._splits(plan)
-                    else:
-                        splits = []
-                    await self._emit(out, _Planned(snap.id, snap.time_millis, "delta", splits, snap.id + 1))
-                    next_id = snap.id + 1
+                within = list(itertools.takewhile(lambda snap: not self._past_end(snap), snaps))
+                for group in self._schema_runs(within) if o.prefetch else [[snap] for snap in within]:
+                    await self._check_schema(group[0])
+                    # The snapshots of a run share a schema: their plans are read concurrently (manifest lists
+                    # and manifests are round trips on an object store), and handed out in order. Without
+                    # prefetch, one at a time: a snapshot is planned only after the previous one is written.
+                    plans = await asyncio.gather(*(self._delta_splits(snap) for snap in group))
+                    for snap, splits in zip(group, plans):
+                        await self._emit(out, _Planned(snap.id, snap.time_millis, "delta", splits, snap.id + 1))
+                        next_id = snap.id + 1
+                stop = len(within) < len(snaps)
                 if stop:
                     break
             await out.put(_END)
@@ -358,6 +364,22 @@ class Follower:
             if isinstance(e, asyncio.CancelledError):
                 raise
             await out.put(e)
+
+    @staticmethod
+    def _schema_runs(snaps: Sequence) -> List[list]:
+        """Consecutive snapshots grouped by schema id (a schema change starts a new group)."""
+        runs: List[list] = []
+        for snap in snaps:
+            if runs and runs[-1][-1].schema_id == snap.schema_id:
+                runs[-1].append(snap)
+            else:
+                runs.append([snap])
+        return runs
+
+    async def _delta_splits(self, snap) -> list:
+        if not self.planner.should_scan(snap):
+            return []
+        return self._splits(await self.retry.call(self.planner.delta_plan, snap))
 
     async def _diff_catch_up(self, next_id: int, out: asyncio.Queue) -> int:
         latest = await self.retry.call(self.planner.latest)
@@ -388,7 +410,9 @@ class Follower:
             await self.retry.call(self.consumers.set, self.options.consumer_id, next_snapshot_id)
 
     async def __aiter__(self) -> AsyncIterator[FollowBatch]:
-        plans: asyncio.Queue = asyncio.Queue(maxsize=1)
+        # Planning runs ahead of reading by one snapshot; on an object store by several, so the prefetcher has
+        # data files to fetch while earlier snapshots decode (its byte budget bounds the memory).
+        plans: asyncio.Queue = asyncio.Queue(maxsize=PREFETCH_PLANS if self.prefetcher is not None else 1)
         task = asyncio.create_task(self._plans(plans))
         ahead = None  # (item, stream) taken from ``plans`` early, its stream already reading
         current = None
@@ -432,6 +456,8 @@ class Follower:
                     self.stats.snapshot_id = planned.snapshot_id
                     self.stats.commit_time_ms = planned.commit_time_ms
                 self.stats.snapshots += 1
+                if self.prefetcher is not None:
+                    self.prefetcher.release(planned.snapshot_id)
                 # The caller asked for more: everything of this snapshot is written.
                 await self._commit(planned.next_snapshot_id)
                 plans.task_done()
@@ -449,6 +475,9 @@ class Follower:
 
     def close(self) -> None:
         self.reader.close()
+        if self.prefetcher is not None:
+            self.prefetcher.close()
+            self.prefetcher = None
         if self._walker is not None:
             self._walker.close()
             self._walker = None
@@ -466,6 +495,15 @@ class Follower:
         finally:
             loop.run_until_complete(agen.aclose())
             loop.close()
+
+
+def _data_files(splits) -> list:
+    """(path, size) of the data files a plan reads (diff splits read through their own plans: none)."""
+    out = []
+    for split in splits:
+        for meta in getattr(split, "files", None) or ():
+            out.append((meta.physical_path(), meta.file_size or 0))
+    return out
 
 
 def _as_inserts(batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
+from ..storage.snapshots import SnapshotFiles
 from ..errors import SnapshotExpired, UsageError
 
 _DURATION = re.compile(r"^-(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
@@ -117,23 +118,23 @@ def parse_end(text: str) -> EndPosition:
     raise UsageError(f"bad end position {text!r}", hint="use snapshot:N or timestamp:T")
 
 
-def resolve_start(position: StartPosition, snapshot_manager) -> Optional[ResolvedStart]:
+def resolve_start(position: StartPosition, files: SnapshotFiles) -> Optional[ResolvedStart]:
     """Turn a start position into snapshot ids. None means: the table has no snapshot yet, wait for one.
 
     Positions on an empty table: everything starts at snapshot 1 (``snapshot:N`` starts at N), so nothing
     committed after we start is missed.
     """
-    latest = snapshot_manager.get_latest_snapshot()
-    earliest = snapshot_manager.try_get_earliest_snapshot() if latest is not None else None
+    latest = files.latest()
+    earliest = files.earliest_id() if latest is not None else None
     if position.kind in ("snapshot", "snapshot-full"):
         n = position.snapshot_id
         if latest is None:
             return ResolvedStart(next_snapshot_id=n)
         if n > latest.id + 1:
             raise SnapshotExpired(f"snapshot {n} does not exist yet (latest is {latest.id})")
-        if earliest is not None and n < earliest.id:
+        if earliest is not None and n < earliest:
             raise SnapshotExpired(
-                f"snapshot {n} has expired (earliest kept is {earliest.id})", hint="use --from earliest"
+                f"snapshot {n} has expired (earliest kept is {earliest})", hint="use --from earliest"
             )
         if position.kind == "snapshot-full":
             if n > latest.id:
@@ -147,18 +148,18 @@ def resolve_start(position: StartPosition, snapshot_manager) -> Optional[Resolve
     if position.kind == "latest":
         return ResolvedStart(next_snapshot_id=latest.id + 1)
     if position.kind == "earliest":
-        if earliest is None or earliest.id <= 1:
+        if earliest is None or earliest <= 1:
             return ResolvedStart(next_snapshot_id=1)
-        return ResolvedStart(next_snapshot_id=earliest.id + 1, full_snapshot_id=earliest.id)
+        return ResolvedStart(next_snapshot_id=earliest + 1, full_snapshot_id=earliest)
     if position.kind == "timestamp":
         # Paimon's from-timestamp (SnapshotManager.earlierThanTimeMills): snapshots committed at or after T.
-        before = snapshot_manager.earlier_or_equal_time_mills(position.timestamp_ms - 1)
+        before = files.at_or_before(position.timestamp_ms - 1, earliest, latest)
         if before is None:
             # Everything kept is newer than T: read all kept deltas (as Paimon does), or the full earliest
             # snapshot when older ones expired and T may lie among them.
-            if earliest is None or earliest.id <= 1:
+            if earliest is None or earliest <= 1:
                 return ResolvedStart(next_snapshot_id=1)
-            return ResolvedStart(next_snapshot_id=earliest.id + 1, full_snapshot_id=earliest.id)
+            return ResolvedStart(next_snapshot_id=earliest + 1, full_snapshot_id=earliest)
         return ResolvedStart(next_snapshot_id=before.id + 1)
     raise UsageError(f"unknown start position {position}")
 

@@ -71,9 +71,14 @@ class SnapshotWalker:
 
     async def poll(self, next_id: int) -> List:
         """Consecutive snapshots from ``next_id`` that exist now ([] if none); raises ``SnapshotGap``."""
-        snaps = await self.retry.call(self.planner.snapshots_from, next_id, self._window)
+        files = self.planner.files
+        window = self._window
+        known = files.known_latest_id
+        if known is not None and known >= next_id:  # a backlog we know of: fetch it in parallel at once
+            window = max(window, min(files.max_window, known - next_id + 1))
+        snaps = await self.retry.call(self.planner.snapshots_from, next_id, window)
         if snaps:
-            self._window = min(self.planner.files.max_window, self._window * 2) if len(snaps) == self._window else 1
+            self._window = min(files.max_window, window * 2) if len(snaps) == window else 1
             self._checked_at = None
             if self._notifier is not None:
                 self._notifier.activity()

@@ -44,6 +44,9 @@ def _security(token_file, tls_cert, tls_key, tls_ca):
               help="Where executors keep file copies and indexes (default: a private temp dir, removed on exit).")
 @click.option("--lease", type=click.FloatRange(2, 3600), default=10.0, show_default=True,
               help="Seconds a registration stays valid without a refresh.")
+@click.option("--poll-interval", type=click.FloatRange(min=0.001), metavar="SECONDS",
+              help="Idle polling of each table: one request a poll on object stores [default: 0.3 there; "
+              "inotify locally].")
 @click.option("--max-batch-keys", type=click.IntRange(1, 10_000_000), default=100_000, show_default=True)
 @click.option("--max-message-mb", type=click.IntRange(1, 2047), default=64, show_default=True)
 @click.option("--spark", "use_spark", is_flag=True,
@@ -52,7 +55,7 @@ def _security(token_file, tls_cert, tls_key, tls_ca):
 @click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
               help="Spark setting for --spark (repeatable).")
 @_security_options
-def serve(tables, catalog, executors, host, port, local_dir, lease, max_batch_keys, max_message_mb,
+def serve(tables, catalog, executors, host, port, local_dir, lease, poll_interval, max_batch_keys, max_message_mb,
           use_spark, master, spark_conf, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
     from ..service.security import is_loopback
@@ -73,7 +76,7 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, max_batch_ke
     options = ServeOptions(
         tables=list(tables), catalog=catalog, executors=executors, host=host, port=port, local_dir=local_dir,
         security=security, lease_seconds=lease, max_batch_keys=max_batch_keys,
-        max_message_bytes=max_message_mb << 20, launcher=launcher,
+        max_message_bytes=max_message_mb << 20, launcher=launcher, poll_interval=poll_interval,
     )
 
     async def main() -> None:

@@ -23,6 +23,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import SnapshotGap
 from ..stream.planner import SnapshotPlanner
+from ..atomic_file import local_path
 from ..storage.errors import endpoint_of
 from ..storage.retry import StorageHealth, StorageRetry
 from ..stream.walker import SnapshotWalker
@@ -32,6 +33,9 @@ from .routing import TableRouting
 log = logging.getLogger(__name__)
 
 ADD, DELETE = 0, 1
+# A service polls a little slower than a follower on object stores: it also renews its registration (a PUT every
+# lease/3 s) and checks for gaps, and should stay under 5 requests/s per table when idle.
+SERVICE_REMOTE_POLL_INTERVAL = 0.3
 
 BucketKey = Tuple[Tuple, int]
 
@@ -64,7 +68,7 @@ def table_mode(table) -> str:
 
 class TableScanner:
     def __init__(self, name: str, table, num_executors: int, send: Callable[[int, tuple], None],
-                 health: Optional[StorageHealth] = None) -> None:
+                 health: Optional[StorageHealth] = None, poll_interval: Optional[float] = None) -> None:
         self.name = name
         self.table = table
         self.routing = TableRouting.of(table)
@@ -74,7 +78,9 @@ class TableScanner:
         self.planner = SnapshotPlanner(table.new_stream_read_builder().new_streaming_scan())
         # A service waits out any storage outage (no timeout); the status shows it (``service status``).
         self.retry = StorageRetry(endpoint_of(table.file_io), timeout=None, health=health)
-        self.walker = SnapshotWalker(self.planner, retry=self.retry)
+        if poll_interval is None and local_path(table.table_path) is None:
+            poll_interval = SERVICE_REMOTE_POLL_INTERVAL
+        self.walker = SnapshotWalker(self.planner, poll_interval, retry=self.retry)
         self.resync: Set[int] = set(range(num_executors))
         self.snapshot = None  # last snapshot sent
         self.snapshots_sent = 0

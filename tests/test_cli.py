@@ -101,6 +101,14 @@ def test_max_rows_and_until(log):
     assert sorted({json.loads(line)["n"] for line in out.stdout.splitlines()}) == [0, 1]
 
 
+def test_where_twice_means_both(log):
+    # --where A --where B: both must hold (it used to keep B alone: wrong rows, exit 0)
+    out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-e", "--where", "n > 1",
+                   "--where", "n < 3"])
+    assert out.returncode == 0, out.stderr
+    assert ids_of(json.loads(line) for line in out.stdout.splitlines()) == [2000, 2001, 2002, 2003]
+
+
 def test_consumers_command(log):
     assert run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-e", "--consumer-id", "a"]).returncode == 0
     listing = run_cli(["consumers", "db.log", "-w", log.path])

@@ -8,10 +8,11 @@ import time
 
 import click
 
-from ..errors import EXIT_RUNTIME, UsageError
+from ..errors import UsageError
 
 from ..output import choose_format, make_renderer
 from .common import catalog_options, run
+from .missing import missing_exit_code, missing_option
 
 
 def _security_options(f):
@@ -137,8 +138,7 @@ def _read_lines(source: str):
 @click.option("--format", "fmt", default="auto", show_default=True,
               type=click.Choice(["auto", "jsonl", "table", "csv", "tsv", "arrow"]),
               help="auto = table on a terminal, JSON lines otherwise.")
-@click.option("--missing", type=click.Choice(["skip", "null"]), default="skip", show_default=True,
-              help="null: print a line for a key that is not found (JSON: null; others: the key only).")
+@missing_option
 @click.option("--min-snapshot", type=click.IntRange(1), default=None,
               help="Wait until the owning executors serve at least this snapshot (bounded by --timeout).")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
@@ -146,7 +146,9 @@ def _read_lines(source: str):
 @_security_options
 def lookup(table, keys, catalog, keys_from, select, fmt, missing, min_snapshot, timeout, token_file, tls_cert,
            tls_key, tls_ca) -> None:
-    """Look up the latest rows for KEYs: 42, or id=42,dt=2026-11-01 for composite keys. Exit 1 if any is missing."""
+    """Look up the latest rows for KEYs: 42, or id=42,dt=2026-11-01 for composite keys.
+
+    A key not found: exit 1 with a count on stderr (--missing error), or exit 0 (--missing skip|null)."""
     from ..service.client import LookupClient
 
     if not keys and not keys_from:
@@ -172,10 +174,10 @@ def lookup(table, keys, catalog, keys_from, select, fmt, missing, min_snapshot, 
 
     result = run(main())
     _render(result, fmt, missing, client.parser.names)
-    if result.missing:
-        sys.stdout.flush()
+    code = missing_exit_code(result, missing)
+    if code:
         # SystemExit, not click's Exit: with standalone_mode=False click turns Exit into a return value.
-        raise SystemExit(EXIT_RUNTIME)
+        raise SystemExit(code)
 
 
 def _render(result, fmt: str, missing: str, key_names) -> None:

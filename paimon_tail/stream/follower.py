@@ -38,7 +38,7 @@ class FollowOptions:
     until: Union[EndPosition, str, None] = None
     exit_at_end: bool = False
     select: Optional[Sequence[str]] = None
-    where: Optional[str] = None
+    where: Union[str, Sequence[str], None] = None  # several: all must hold (AND)
     row_kind: bool = False
     meta: bool = False
     consumer_id: Optional[str] = None
@@ -64,7 +64,49 @@ class FollowOptions:
             index, count = self.shard
             if count < 1 or not 0 <= index < count:
                 raise UsageError(f"bad shard {index}/{count}: use I/N with 0 <= I < N")
+        _check_range(start, until)
         return dataclasses.replace(self, start=start, until=until)
+
+
+def _check_range(start: StartPosition, until: Optional[EndPosition]) -> None:
+    """An end before the start would print nothing and exit 0: refuse it when the positions say so alone."""
+    if until is None:
+        return
+    if until.snapshot_id is not None and start.snapshot_id is not None and until.snapshot_id < start.snapshot_id:
+        raise UsageError(f"--until snapshot:{until.snapshot_id} is before --from {start}: nothing to read")
+    if until.timestamp_ms is not None and start.timestamp_ms is not None and until.timestamp_ms < start.timestamp_ms:
+        raise UsageError(f"--until {_iso(until.timestamp_ms)} is before --from {_iso(start.timestamp_ms)}: "
+                         "nothing to read")
+
+
+def _check_buckets(table, options: FollowOptions, keep: Optional[Callable[[int], bool]]) -> None:
+    """--buckets / --shard that select no bucket of the table would print nothing, forever: refuse them."""
+    if keep is None:
+        return
+    from pypaimon.table.bucket_mode import BucketMode
+
+    mode = table.bucket_mode()
+    if mode == BucketMode.HASH_FIXED:
+        count, what = int(table.options.bucket()), f"{int(table.options.bucket())} buckets"
+    elif mode == BucketMode.BUCKET_UNAWARE:
+        count, what = 1, "no fixed buckets (bucket = -1): every file is in bucket 0"
+    else:  # dynamic / postponed buckets: the set is not known up front
+        return
+    name = table_name(table)
+    beyond = sorted(b for b in options.buckets or () if b >= count)
+    if beyond:
+        raise UsageError(f"bucket {', '.join(map(str, beyond))} of --buckets does not exist: {name} has {what}")
+    if not any(keep(b) for b in range(count)):
+        chosen = f"--shard {options.shard[0]}/{options.shard[1]}" if options.shard else "--buckets"
+        if options.shard and options.buckets is not None:
+            chosen += f" with --buckets {','.join(map(str, options.buckets))}"
+        raise UsageError(f"{chosen} selects no bucket: {name} has {what}")
+
+
+def _iso(ms: int) -> str:
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(ms / 1000).isoformat(timespec="milliseconds")
 
 
 @dataclass
@@ -144,6 +186,7 @@ class Follower:
         self.consumers = ConsumerStore(table) if self.options.consumer_id else None
         if self.consumers:
             ConsumerStore.validate_id(self.options.consumer_id)
+        _check_buckets(table, self.options, self._bucket_filter())
         self._setup(table)
         self._walker: Optional[SnapshotWalker] = None
 
@@ -233,6 +276,7 @@ class Follower:
         while True:
             resolved = await asyncio.to_thread(resolve_start, o.start, self.planner.snapshots)
             if resolved is not None:
+                await asyncio.to_thread(self._check_start_before_end, resolved)
                 return resolved
             # An empty table: wait for its first snapshot; everything from snapshot 1 on is new.
             self.stats.waiting_for_first_snapshot = True
@@ -242,6 +286,23 @@ class Follower:
             if await asyncio.to_thread(self.planner.latest) is not None:
                 self.stats.waiting_for_first_snapshot = False
                 return ResolvedStart(next_snapshot_id=1)
+
+    def _check_start_before_end(self, resolved: ResolvedStart) -> None:
+        """``--until`` before the first snapshot ``--from`` resolves to would print nothing (or, for a full read,
+        rows from after the end): refuse it."""
+        until = self.options.until
+        if until is None:
+            return
+        first = resolved.full_snapshot_id or resolved.next_snapshot_id
+        if until.snapshot_id is not None and first > until.snapshot_id:
+            raise UsageError(f"--until snapshot:{until.snapshot_id} is before snapshot {first}, the first that "
+                             f"--from {self.options.start} reads: nothing to read")
+        if until.timestamp_ms is not None:
+            snap = self.planner.snapshot(first)
+            if snap is not None and snap.time_millis > until.timestamp_ms:
+                raise UsageError(f"--until {_iso(until.timestamp_ms)} is before snapshot {first} (committed "
+                                 f"{_iso(snap.time_millis)}), the first that --from {self.options.start} reads: "
+                                 "nothing to read")
 
     def _past_end(self, snapshot) -> bool:
         until = self.options.until

@@ -98,10 +98,21 @@ def test_cli_lookup(warehouse, served):
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert [row["id"] for row in rows] == [2, 0]
 
+    # a key not found: by default the rows found, one line on stderr, exit 1 (like grep)
+    r = run_cli("lookup", "db.orders", "id=2,dt=2026-11-03", "id=3,dt=2026-11-01", "id=99999,dt=2026-11-01",
+                "--select", "id,name", *wh)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == ['{"id":2,"name":"v1-2"}']
+    assert r.stderr == "paimon-tail: 2 of 3 keys not found: id=3,dt=2026-11-01, id=99999,dt=2026-11-01 " \
+                       "(--missing skip or null to exit 0)\n"
+    # pipelines: --missing null keeps one line per key, --missing skip leaves them out; both exit 0, quietly
     r = run_cli("lookup", "db.orders", "id=2,dt=2026-11-03", "id=3,dt=2026-11-01", "--missing", "null",
                 "--select", "id,name", *wh)
-    assert r.returncode == 1  # like grep: a key was not found
+    assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout.splitlines() == ['{"id":2,"name":"v1-2"}', "null"]
+    r = run_cli("lookup", "db.orders", "--keys-from", "-", "--missing", "skip", "--select", "id", *wh,
+                input='{"id": 3, "dt": "2026-11-01"}\n{"id": 2, "dt": "2026-11-03"}\n')
+    assert (r.returncode, r.stderr, r.stdout.splitlines()) == (0, "", ['{"id":2}'])
 
     keys = "\n".join(json.dumps({"id": i, "dt": f"2026-11-0{1 + i % 3}", "extra": "ignored"}) for i in (4, 8))
     r = run_cli("lookup", "db.orders", "--keys-from", "-", "--select", "id", *wh, input=keys)

@@ -12,7 +12,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from .conftest import append_rows, run_cli, start_cli
+from .conftest import CLI, append_rows, run_cli, start_cli
 
 
 @pytest.fixture
@@ -139,6 +139,63 @@ def test_missing_warehouse_and_env(log, tmp_path):
     cfg.write_text("warehouse: [unclosed\n")
     out = run_cli(["follow", "db.log", "-e", "--config", str(cfg)])
     assert out.returncode == 2 and "is not valid YAML" in out.stderr.decode()
+
+
+def _as_other_user(wh_path: str):
+    """A run_cli for a user the permissions bite: root reads and writes anything, so as root run as nobody."""
+    if os.geteuid() != 0:
+        return run_cli
+    import shutil
+
+    os.chmod(os.path.dirname(wh_path), 0o755)
+    subprocess.run(["chmod", "-R", "a+rX", wh_path], check=True)
+    nobody = [shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+    def run(args, **kwargs):
+        env = {k: v for k, v in os.environ.items() if k != "PAIMON_WAREHOUSE"}
+        return subprocess.run(nobody + CLI + list(args), capture_output=True, timeout=60, env=env, **kwargs)
+
+    return run
+
+
+def test_unreadable_and_read_only_warehouse(tmp_path_factory):
+    """File-system errors say what is wrong: an unreadable directory is not a missing one, and a consumer that
+    cannot save its position fails before printing a row (not after, as an unexpected PermissionError)."""
+    import tempfile
+
+    from .conftest import TestWarehouse
+
+    base = tempfile.mkdtemp(prefix="paimon-tail-perm-")  # pytest's own temp dirs are 0700: nobody cannot enter
+    try:
+        wh = TestWarehouse(f"{base}/wh")
+        wh.create("log")
+        for c in range(3):
+            wh.commit("log", append_rows(c, 4))
+        run = _as_other_user(wh.path)
+        os.chmod(wh.path, 0o700 if run is not run_cli else 0o000)
+        out = run(["follow", "db.log", "-w", wh.path, "-e"])
+        assert (out.returncode, out.stderr.decode()) == \
+            (1, f"paimon-tail: warehouse {wh.path} is not readable (permission denied)\n")
+        os.chmod(wh.path, 0o755)
+        table_dir = f"{wh.path}/db.db/log"
+        os.chmod(table_dir, 0o700 if run is not run_cli else 0o000)
+        out = run(["follow", "db.log", "-w", wh.path, "-e"])
+        assert out.returncode == 1 and out.stderr.decode().startswith(
+            "paimon-tail: cannot open table db.log: PermissionError: [Errno 13] Permission denied:"), out.stderr
+        os.chmod(table_dir, 0o755)
+        subprocess.run(["chmod", "-R", "a-w", wh.path], check=True)
+        out = run(["follow", "db.log", "-w", wh.path, "-e", "--from", "earliest", "--consumer-id", "me"])
+        assert out.returncode == 1 and out.stdout == b""
+        assert out.stderr.decode() == (
+            f"paimon-tail: cannot write consumer positions in {wh.path}/db.db/log/consumer: Permission denied "
+            "(--consumer-id needs write access to the table directory)\n")
+        out = run(["follow", "db.log", "-w", wh.path, "-e", "--from", "earliest"])  # reading still works
+        assert out.returncode == 0 and len(out.stdout.splitlines()) == 12
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwX", base], check=True)
+        import shutil
+
+        shutil.rmtree(base)
 
 
 def test_expired_snapshot_suggests_earliest(log):

@@ -262,6 +262,7 @@ class Follower:
     async def _resolve(self) -> ResolvedStart:
         o = self.options
         if self.consumers:
+            await asyncio.to_thread(self.consumers.check_writable)
             position = await asyncio.to_thread(self.consumers.get, o.consumer_id)
             if position is not None:
                 earliest = await asyncio.to_thread(self.planner.earliest_id)

@@ -77,12 +77,18 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, max_batch_ke
         max_message_bytes=max_message_mb << 20, launcher=launcher,
     )
 
+    stopped_by: list = []  # the signal that asked us to stop
+
+    def stop_on(sig: int, service) -> None:
+        stopped_by.append(sig)
+        service.request_stop()
+
     async def main() -> None:
         service = QueryService(options)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
-                loop.add_signal_handler(sig, service.request_stop)
+                loop.add_signal_handler(sig, stop_on, sig, service)
             except (NotImplementedError, RuntimeError):  # pragma: no cover
                 pass
         try:
@@ -104,6 +110,8 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, max_batch_ke
             await service.stop()
 
     run(main())
+    if stopped_by and stopped_by[0] == signal.SIGINT:
+        raise KeyboardInterrupt  # after the clean stop: exit 130 like every command; SIGTERM is a normal stop (0)
 
 
 def _spark_launcher(tables, master, spark_conf, host, executors):

@@ -94,6 +94,28 @@ def test_ctrl_c_exits_130_and_keeps_position(log):
     assert json.load(open(f"{table_path}/consumer/consumer-me")) == {"nextSnapshot": 6}
 
 
+def test_stats_show_the_real_latest_while_catching_up(wh):
+    """--stats (and the terminal footer, same FollowStats) during a backlog: latest is the table's latest
+    snapshot and the lag is against it and its commit time, not the read-ahead horizon a few snapshots ahead."""
+    wh.create("log")
+    for c in range(100):
+        wh.commit("log", append_rows(c, 50))
+        if c == 49:
+            time.sleep(2)  # snapshots 51.. are committed 2 s after 1..50
+    p = start_cli(["follow", "db.log", "-w", wh.path, "--from", "earliest", "-e", "--stats"])
+    time.sleep(3.5)  # stdout unread: the pipe fills and holds the follower in the first half of the backlog
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and len(out.splitlines()) == 5000
+    import re
+
+    lines = re.findall(r"snapshot (\d+) latest (\d+) lag (\d+) \(([\d.]+)s\)", err.decode())
+    assert lines, err
+    for snapshot, latest, lag, seconds in lines:
+        assert int(latest) == 100 and int(lag) == 100 - int(snapshot), err
+        if int(snapshot) < 50:
+            assert float(seconds) >= 1.5, err
+
+
 def test_max_rows_and_until(log):
     out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-n", "7"])
     assert out.returncode == 0 and len(out.stdout.splitlines()) == 7

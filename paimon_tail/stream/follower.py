@@ -141,6 +141,14 @@ class FollowStats:
     gaps: List[tuple] = field(default_factory=list)
     schema_changes: List[tuple] = field(default_factory=list)
 
+    def saw_latest(self, snapshot_id: int, time_ms: Optional[int]) -> None:
+        """The table's latest snapshot is at least ``snapshot_id`` (committed at ``time_ms`` when known)."""
+        if self.latest_id is None or snapshot_id > self.latest_id:
+            self.latest_id = snapshot_id
+            self.latest_time_ms = time_ms if time_ms is not None else self.latest_time_ms
+        elif snapshot_id == self.latest_id and time_ms is not None:
+            self.latest_time_ms = time_ms
+
     @property
     def lag_snapshots(self) -> int:
         if self.latest_id is None:
@@ -377,14 +385,13 @@ class Follower:
                 if not snaps:
                     if o.exit_at_end:
                         break
-                    self.stats.latest_id = walker.latest_id
+                    if walker.latest_id is not None:
+                        self.stats.saw_latest(walker.latest_id, None)
                     self.stats.caught_up = out.empty()
                     await self._wait()
                     continue
                 self.stats.caught_up = False
-                last = snaps[-1]
-                if self.stats.latest_id is None or last.id >= self.stats.latest_id:
-                    self.stats.latest_id, self.stats.latest_time_ms = last.id, last.time_millis
+                self.stats.saw_latest(snaps[-1].id, snaps[-1].time_millis)
                 stop = False
                 for snap in snaps:
                     if self._past_end(snap):
@@ -434,9 +441,25 @@ class Follower:
         if self.consumers:
             await asyncio.to_thread(self.consumers.set, self.options.consumer_id, next_snapshot_id)
 
+    async def _track_latest(self, interval: float = 1.0) -> None:
+        """While catching up, the table's real latest snapshot and its commit time for the status (the walker
+        only sees its read-ahead horizon, a few snapshots past the one being written): one read of pypaimon's
+        LATEST hint and that snapshot per ``interval``, in a thread. Idle followers skip it (the walker knows)."""
+        snapshots = self.table.snapshot_manager()  # its own: the planning thread uses the planner's
+        while True:
+            if not self.stats.caught_up:
+                try:
+                    latest = await asyncio.to_thread(snapshots.get_latest_snapshot)
+                except Exception:  # the status is best effort; planning reports real failures
+                    latest = None
+                if latest is not None:
+                    self.stats.saw_latest(latest.id, latest.time_millis)
+            await asyncio.sleep(interval)
+
     async def __aiter__(self) -> AsyncIterator[FollowBatch]:
         plans: asyncio.Queue = asyncio.Queue(maxsize=1)
         task = asyncio.create_task(self._plans(plans))
+        tracker = asyncio.create_task(self._track_latest())
         ahead = None  # (item, stream) taken from ``plans`` early, its stream already reading
         current = None
         try:
@@ -487,11 +510,12 @@ class Follower:
                 current.close()
             if ahead is not None and ahead[1] is not None:
                 ahead[1].close()
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+            for t in (task, tracker):
+                t.cancel()
+                try:
+                    await t
+                except (asyncio.CancelledError, Exception):
+                    pass
             self.close()
 
     def close(self) -> None:

@@ -263,7 +263,29 @@ def test_demo_runs_and_prints_next_steps(tmp_path):
     assert tables == {"shop.orders", "shop.events"}
     kinds = {r["_row_kind"] for r in rows if r["_table"] == "shop.orders"}
     assert "+I" in kinds and len(rows) > 10
-    assert "paimon-tail follow shop.orders" in out.stderr.decode()
+    assert f"{sys.executable} -m paimon_tail follow shop.orders" in out.stderr.decode()  # as it was started
     follow = run_cli(["follow", "shop.orders", "-w", str(tmp_path / "demo"), "--from", "earliest", "-e",
                       "--row-kind"])
     assert {json.loads(line)["_row_kind"] for line in follow.stdout.splitlines()} >= {"+I", "+U"}
+
+
+@pytest.mark.parametrize("on_path", [True, False])
+def test_demo_hints_run_as_printed(tmp_path, on_path):
+    """The demo's "Try next" lines work when pasted into the same shell: bare `paimon-tail` when that is this
+    program on PATH (an activated venv), else the path the demo was started by (e.g. .venv/bin/paimon-tail)."""
+    import shlex
+
+    bin_dir = os.path.dirname(sys.executable)
+    env = {k: v for k, v in os.environ.items() if k != "PAIMON_WAREHOUSE"}
+    paths = [p for p in env["PATH"].split(":") if os.path.realpath(p) != os.path.realpath(bin_dir)]
+    env["PATH"] = ":".join(([bin_dir] if on_path else []) + paths)
+    out = subprocess.run([os.path.join(bin_dir, "paimon-tail"), "demo", "-w", str(tmp_path / "demo"),
+                          "--duration", "1", "--interval", "0.2"], capture_output=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    hints = [line.strip() for line in out.stderr.decode().splitlines() if "--consumer-id me" in line]
+    assert len(hints) == 1
+    script = os.path.join(bin_dir, "paimon-tail")
+    programs = ["paimon-tail"] if on_path else [shlex.quote(script), shlex.quote(os.path.relpath(script))]
+    assert any(hints[0].startswith(f"{p} follow shop.orders -w ") for p in programs), hints
+    ran = subprocess.run(["bash", "-c", hints[0]], capture_output=True, env=env, timeout=60)
+    assert ran.returncode == 0 and len(ran.stdout.splitlines()) == 5, ran.stderr

@@ -241,11 +241,14 @@ def service() -> None:
 @service.command("status")
 @click.argument("table", metavar="DB.TABLE")
 @catalog_options
-@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the status as one JSON object (piped, the default is a JSON line per executor).")
 @click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True)
 @_security_options
 def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_ca) -> None:
-    """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s."""
+    """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s.
+
+    A table on a terminal; piped, a JSON line per executor (like follow and consumers)."""
     from ..service.client import LookupClient
 
     client = LookupClient(table, catalog, security=_security(token_file, tls_cert, tls_key, tls_ca), timeout=timeout)
@@ -277,10 +280,16 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
             for e in st.executors
         ],
     }
-    if as_json:
+    if as_json or not sys.stdout.isatty():
         import json
 
-        click.echo(json.dumps(data))
+        if as_json:
+            click.echo(json.dumps(data))
+            return
+        for e in data["executor"]:  # flat records for jq; the bucket list stays in --json
+            row = {"table": table, "address_server": st.address, "latest_snapshot": latest_id}
+            row.update((k, v) for k, v in e.items() if k != "bucket_list")
+            click.echo(json.dumps(row))
         return
     from rich.console import Console
     from rich.table import Table

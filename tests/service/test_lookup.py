@@ -137,6 +137,14 @@ def test_cli_status(warehouse, served):
     assert all(e["alive"] for e in st["executor"])
     assert sum(e["buckets"] for e in st["executor"]) == 9  # 3 partitions x 3 buckets
     assert sum(e["keys"] for e in st["executor"]) == len(warehouse.batch_read("orders"))
+    # piped without --json: a JSON line per executor (was a rich table cut to 80 columns), no wider than its data
+    r = run_cli("service", "status", "db.orders", "--warehouse", warehouse.path)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [row["index"] for row in rows] == [0, 1] and all(row["table"] == "db.orders" for row in rows)
+    assert {"address_server", "latest_snapshot", "snapshot", "lag_snapshots", "lag_seconds", "buckets", "keys",
+            "requests_per_second", "restarts", "alive"} <= set(rows[0])
+    assert sum(row["keys"] for row in rows) == len(warehouse.batch_read("orders"))
 
 
 def test_registration_file(warehouse, served):

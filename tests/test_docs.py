@@ -65,7 +65,7 @@ def test_readme_demo_setup_as_written(tmp_path):
             shutil.copy2(os.path.join(ROOT, name), repo / name)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PAIMON_WAREHOUSE")}
     env["PATH"] = ":".join(p for p in env["PATH"].split(":") if not p.startswith(os.path.dirname(BIN)))
-    script = f"{SETUP[0]}; echo \"demo exited $?\"; paimon-tail follow shop.orders -e --from earliest | head -1"
+    script = f"{SETUP[0]}; echo \"demo exited $?\"; paimon-tail follow shop.orders -w paimon-tail-demo -e --from earliest | head -1"
     shell = subprocess.Popen(["bash", "-c", script], cwd=repo, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

@@ -289,3 +289,44 @@ def test_demo_hints_run_as_printed(tmp_path, on_path):
     assert any(hints[0].startswith(f"{p} follow shop.orders -w ") for p in programs), hints
     ran = subprocess.run(["bash", "-c", hints[0]], capture_output=True, env=env, timeout=60)
     assert ran.returncode == 0 and len(ran.stdout.splitlines()) == 5, ran.stderr
+
+
+def test_demo_stays_healthy(tmp_path):
+    """The demo writer compacts and expires: after many rounds a full read opens one file per bucket and two
+    manifests, few snapshots are kept, and the compaction is invisible to followers (same rows, nothing new)."""
+    from paimon_tail.demo import DemoWriter
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    wh = str(tmp_path / "demo")
+    writer = DemoWriter(wh, interval=0, seed=3, compact_every=0, retain=25)
+    for _ in range(40):
+        writer.step()
+    orders = writer.orders
+    before = run_cli(["follow", "shop.orders", "-w", wh, "-e", "--from", "earliest", "--row-kind"])
+    table_before = run_cli(["follow", "shop.orders", "-w", wh, "-e"])
+    latest = orders.snapshot_manager().get_latest_snapshot().id
+    consumer = run_cli(["follow", "shop.events", "-w", wh, "-e", "--from", "latest", "--consumer-id", "late"])
+    assert consumer.returncode == 0
+    run_cli(["consumers", "shop.events", "-w", wh, "--reset", "late", "--to", "10"])
+    writer.compact()
+
+    snap = orders.snapshot_manager().get_latest_snapshot()
+    assert snap.id == latest + 1 and snap.commit_kind == "OVERWRITE"
+    assert len(ManifestListManager(orders).read_all(snap)) == 2
+    splits = orders.new_read_builder().new_scan().plan().splits()
+    assert sorted(s.bucket for s in splits) == [0, 1, 2, 3] and all(len(s.files) == 1 for s in splits)
+    # the same table, and followers see nothing new
+    assert sorted(run_cli(["follow", "shop.orders", "-w", wh, "-e"]).stdout.splitlines()) == \
+        sorted(table_before.stdout.splitlines())
+    after = run_cli(["follow", "shop.orders", "-w", wh, "-e", "--from", f"snapshot:{snap.id}"])
+    assert after.returncode == 0 and after.stdout == b""
+    # expired: the newest 25 orders snapshots are kept; events keep what consumer "late" still has to read
+    assert orders.snapshot_manager().try_get_earliest_snapshot().id == snap.id - 24
+    assert writer.events.snapshot_manager().try_get_earliest_snapshot().id == 10
+    replay = run_cli(["follow", "shop.orders", "-w", wh, "-e", "--from", "earliest", "--row-kind"])
+    assert replay.returncode == 0 and 0 < len(replay.stdout) and len(before.stdout) > 0
+    # the writer compacts by itself every compact_every rounds
+    writer.compact_every = 5
+    for _ in range(5):
+        writer.step()
+    assert orders.snapshot_manager().get_latest_snapshot().commit_kind == "OVERWRITE"

@@ -114,4 +114,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C while Spark starts: no traceback, the shell's code for an interrupt
+        sys.exit(130)

@@ -39,8 +39,7 @@ class CatalogConfig:
             warehouse = options.get("warehouse")
             if not warehouse:
                 raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")
-            if "://" not in warehouse and not os.path.isdir(warehouse):
-                raise WarehouseError(f"warehouse {warehouse} does not exist")
+            check_local_dir(warehouse, "warehouse")
         try:
             catalog = CatalogFactory.create(options)
         except ValueError as e:
@@ -57,7 +56,7 @@ def _storage_error(e: BaseException, context: str, file_io) -> PaimonTailError:
     diagnosis = diagnose(e, endpoint_of(file_io) if file_io is not None else "the object store")
     if diagnosis is not None:
         return StorageError(f"{context}: {diagnosis.message}")
-    return WarehouseError(f"{context}: {_one_line(e)}")
+    return WarehouseError(f"{context}: {root_cause(e)}")
 
 
 def _check_bucket(catalog) -> None:
@@ -80,6 +79,34 @@ def _check_bucket(catalog) -> None:
     if info.type == pafs.FileType.NotFound:
         raise StorageError(f"cannot open warehouse {warehouse}: bucket {bucket} does not exist at "
                            f"{endpoint_of(file_io)}")
+
+
+def check_local_dir(path: str, what: str) -> None:
+    """A local directory we are about to read: say what is wrong with it (pypaimon reports a file, an unreadable
+    directory and a missing one alike: as a database or table that does not exist). Remote paths pass."""
+    problem = _local_dir_problem(path)
+    if problem is not None:
+        raise WarehouseError(f"{what} {path} {problem}")
+
+
+_MISSING = "does not exist"
+
+
+def _local_dir_problem(path: str) -> str | None:
+    from .atomic_file import local_path
+
+    local = local_path(path)
+    if local is None:
+        return None
+    if not os.path.exists(local):
+        return _MISSING
+    if not os.path.isdir(local):
+        return "is not a directory"
+    try:
+        os.listdir(local)
+    except PermissionError:
+        return "is not readable (permission denied)"
+    return None
 
 
 def load_config_file(path: str) -> dict[str, str]:
@@ -119,12 +146,48 @@ def catalog_config(
     """Merge the three sources of catalog options."""
     merged: dict[str, str] = {}
     if config_file:
-        merged.update(load_config_file(config_file))
+        merged.update(check_option_names(load_config_file(config_file), f"config file {config_file}"))
     warehouse = warehouse or os.environ.get("PAIMON_WAREHOUSE")
     if warehouse:
         merged["warehouse"] = warehouse
-    merged.update(options if isinstance(options, Mapping) else parse_options(options))
+    merged.update(options if isinstance(options, Mapping) else check_option_names(parse_options(options), "-O"))
     return CatalogConfig(merged)
+
+
+# Option families pypaimon (and the file systems under it) read by prefix; any key under them is passed on.
+_OPTION_PREFIXES = ("fs.", "dfs.", "hadoop.", "ipc.", "io.", "hdfs.", "s3.", "oss.", "gcs.", "dlf.", "jdbc.",
+                    "header.", "table-default.", "security.", "rest.", "lock.", "client-pool", "cache.",
+                    "file-io.", "fuse.")
+
+
+def check_option_names(options: dict[str, str], source: str) -> dict[str, str]:
+    """Refuse a key pypaimon does not know (``warehous:`` would be ignored, and the catalog opened without it)."""
+    if not options.keys() - {"warehouse", "metastore", "uri", "token"}:
+        return options
+    known = _known_option_names()
+    for key in options:
+        if key in known or key.startswith(_OPTION_PREFIXES):
+            continue
+        import difflib
+
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        raise UsageError(f"unknown catalog option {key!r} in {source}",
+                         hint=f"did you mean {close[0]}?" if close else "pypaimon would ignore it")
+    return options
+
+
+def _known_option_names() -> set[str]:
+    """Every option key pypaimon declares (catalog, file system and table options)."""
+    import inspect
+
+    from pypaimon.common.options import config, core_options
+    from pypaimon.common.options.config_option import ConfigOption
+
+    keys = set()
+    for module in (config, core_options):
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            keys.update(v.key() for v in vars(cls).values() if isinstance(v, ConfigOption))
+    return keys
 
 
 def split_identifier(identifier: str) -> tuple[str, str]:
@@ -156,6 +219,7 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
     except TableNotExistException:
         _check_bucket(cat)
         database = identifier.split(".")[0]
+        _check_table_dirs(cat, identifier)
         try:
             cat.get_database(database)
         except DatabaseNotExistException:
@@ -167,9 +231,33 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
         raise _storage_error(e, f"cannot open table {identifier}", getattr(cat, "file_io", None)) from e
 
 
+def _check_table_dirs(catalog, identifier: str) -> None:
+    """A database or table directory that exists but cannot be read is not one that does not exist."""
+    warehouse = getattr(catalog, "warehouse", None)
+    if not isinstance(warehouse, str):
+        return
+    database, table = identifier.split(".")
+    db_dir = f"{warehouse.rstrip('/')}/{database}.db"
+    for path, what in ((db_dir, f"database {database} at"), (f"{db_dir}/{table}", f"table {identifier} at")):
+        problem = _local_dir_problem(path)
+        if problem == _MISSING:
+            return
+        if problem is not None:
+            raise WarehouseError(f"{what} {path} {problem}")
+
+
 def _one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__
+
+
+def root_cause(e: BaseException) -> str:
+    """One line naming what really failed: the innermost exception of the ``__cause__``/``__context__`` chain
+    (pypaimon wraps an OSError in a RuntimeError or ValueError of its own), with its type."""
+    from .storage.errors import chain
+
+    *_, inner = chain(e)
+    return f"{type(inner).__name__}: {_one_line(inner)}"
 
 
 def table_name(table) -> str:

@@ -2,7 +2,9 @@
 
 ``shop.orders`` is a primary-key table (4 fixed buckets) receiving new orders, updates and deletes (through
 Paimon's ``rowkind.field`` option, column ``op``); ``shop.events`` is an append table. A background writer
-commits to both every ``interval`` seconds.
+commits to both every ``interval`` seconds, and every ``compact_every`` rounds compacts both (``compact``), so the
+demo is as quick after an hour as after a minute: pypaimon writes neither compactions nor manifest merges, and
+without them every commit adds a data file per bucket and a manifest that every full read must open.
 """
 from __future__ import annotations
 
@@ -52,11 +54,14 @@ def create_demo_tables(warehouse: str):
 class DemoWriter:
     """Commits a few orders (inserts, updates, deletes) and events every ``interval`` seconds, in a thread."""
 
-    def __init__(self, warehouse: str, interval: float = 1.0, seed: Optional[int] = None) -> None:
+    def __init__(self, warehouse: str, interval: float = 1.0, seed: Optional[int] = None,
+                 compact_every: int = 60, retain: int = 120) -> None:
         catalog = create_demo_tables(warehouse)
         self.orders = catalog.get_table("shop.orders")
         self.events = catalog.get_table("shop.events")
         self.interval = interval
+        self.compact_every = compact_every
+        self.retain = retain  # snapshots kept per table (about two minutes at the default interval)
         self.random = random.Random(seed)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -110,6 +115,14 @@ class DemoWriter:
         self._commit(self.orders, pa.Table.from_pylist(orders, schema=ORDERS))
         self._commit(self.events, pa.Table.from_pylist(rows, schema=EVENTS))
         self.commits += 1
+        if self.compact_every and self.commits % self.compact_every == 0:
+            self.compact()
+
+    def compact(self) -> None:
+        """Compact both tables and expire their old snapshots (see ``compact`` and ``expire``)."""
+        for table in (self.orders, self.events):
+            compact(table)
+            expire(table, self.retain)
 
     def start(self) -> "DemoWriter":
         def loop() -> None:
@@ -125,3 +138,68 @@ class DemoWriter:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+
+
+def compact(table) -> None:
+    """Rewrite ``table`` as one file per bucket, with its manifests folded into one.
+
+    The rows the table holds are written again as an OVERWRITE commit. Streaming readers skip OVERWRITE
+    snapshots (pypaimon's and Paimon's delta follow-up scan read APPEND snapshots only), so followers see no
+    change, as with a COMPACT snapshot; a full read and the query service see the same rows in fewer files.
+    pypaimon's commit makes the new snapshot's base manifest list from every manifest of the latest one; here it
+    gets one manifest with the live files instead (what Paimon's manifest full compaction writes), through the
+    commit's own manifest writer. If another writer commits in between, the commit sees another latest snapshot
+    and gets its manifests unchanged. Uses pypaimon's private ``file_store_commit`` pieces: demo upkeep only.
+    """
+    import uuid
+
+    read = table.new_read_builder()
+    data = read.new_read().to_arrow(read.new_scan().plan().splits())
+    builder = table.new_batch_write_builder().overwrite()
+    write, commit = builder.new_write(), builder.new_commit()
+    try:
+        write.write_arrow(data)
+        messages = write.prepare_commit()
+        store = commit.file_store_commit
+        lists, original = store.manifest_list_manager, store.manifest_list_manager.read_all
+        base = store.snapshot_manager.get_latest_snapshot()
+        if base is not None:
+            live = store.manifest_file_manager.read_entries_parallel(original(base), drop_stats=False)
+            folded = store._write_manifest_files(live, f"manifest-{uuid.uuid4()}")
+
+            def read_all(snapshot):
+                return folded if snapshot is not None and snapshot.id == base.id else original(snapshot)
+
+            lists.read_all = read_all
+        try:
+            commit.commit(messages)
+        finally:
+            lists.__dict__.pop("read_all", None)
+    finally:
+        write.close()
+        commit.close()
+
+
+def expire(table, retain: int) -> None:
+    """Expire all but the newest ``retain`` snapshots, as Paimon's ``snapshot.num-retained`` does, never one a
+    consumer (``--consumer-id``) has still to read: the EARLIEST hint moves first, then the snapshot files go.
+
+    The data and manifest files only the expired snapshots referenced stay on disk: pypaimon has no file cleanup
+    to reuse, and deleting a file still referenced would lose rows. Reads never open them again."""
+    from .atomic_file import write_text_atomic
+    from .stream.consumer import ConsumerStore
+
+    snapshots = table.snapshot_manager()
+    latest = snapshots.get_latest_snapshot()
+    earliest = snapshots.try_get_earliest_snapshot() if latest is not None else None
+    if earliest is None:
+        return
+    floor = latest.id - retain + 1
+    pinned = ConsumerStore(table).all().values()
+    if pinned:
+        floor = min(floor, min(pinned))
+    if floor <= earliest.id:
+        return
+    write_text_atomic(table.file_io, f"{snapshots.snapshot_dir}/EARLIEST", str(floor))
+    for snapshot_id in range(earliest.id, floor):
+        table.file_io.delete(snapshots.get_snapshot_path(snapshot_id))

@@ -12,7 +12,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from .conftest import append_rows, run_cli, start_cli
+from .conftest import CLI, append_rows, run_cli, start_cli
 
 
 @pytest.fixture
@@ -94,11 +94,41 @@ def test_ctrl_c_exits_130_and_keeps_position(log):
     assert json.load(open(f"{table_path}/consumer/consumer-me")) == {"nextSnapshot": 6}
 
 
+def test_stats_show_the_real_latest_while_catching_up(wh):
+    """--stats (and the terminal footer, same FollowStats) during a backlog: latest is the table's latest
+    snapshot and the lag is against it and its commit time, not the read-ahead horizon a few snapshots ahead."""
+    wh.create("log")
+    for c in range(100):
+        wh.commit("log", append_rows(c, 50))
+        if c == 49:
+            time.sleep(2)  # snapshots 51.. are committed 2 s after 1..50
+    p = start_cli(["follow", "db.log", "-w", wh.path, "--from", "earliest", "-e", "--stats"])
+    time.sleep(3.5)  # stdout unread: the pipe fills and holds the follower in the first half of the backlog
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and len(out.splitlines()) == 5000
+    import re
+
+    lines = re.findall(r"snapshot (\d+) latest (\d+) lag (\d+) \(([\d.]+)s\)", err.decode())
+    assert lines, err
+    for snapshot, latest, lag, seconds in lines:
+        assert int(latest) == 100 and int(lag) == 100 - int(snapshot), err
+        if int(snapshot) < 50:
+            assert float(seconds) >= 1.5, err
+
+
 def test_max_rows_and_until(log):
     out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-n", "7"])
     assert out.returncode == 0 and len(out.stdout.splitlines()) == 7
     out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "--until", "snapshot:2"])
     assert sorted({json.loads(line)["n"] for line in out.stdout.splitlines()}) == [0, 1]
+
+
+def test_where_twice_means_both(log):
+    # --where A --where B: both must hold (it used to keep B alone: wrong rows, exit 0)
+    out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-e", "--where", "n > 1",
+                   "--where", "n < 3"])
+    assert out.returncode == 0, out.stderr
+    assert ids_of(json.loads(line) for line in out.stdout.splitlines()) == [2000, 2001, 2002, 2003]
 
 
 def test_consumers_command(log):
@@ -131,6 +161,63 @@ def test_missing_warehouse_and_env(log, tmp_path):
     cfg.write_text("warehouse: [unclosed\n")
     out = run_cli(["follow", "db.log", "-e", "--config", str(cfg)])
     assert out.returncode == 2 and "is not valid YAML" in out.stderr.decode()
+
+
+def _as_other_user(wh_path: str):
+    """A run_cli for a user the permissions bite: root reads and writes anything, so as root run as nobody."""
+    if os.geteuid() != 0:
+        return run_cli
+    import shutil
+
+    os.chmod(os.path.dirname(wh_path), 0o755)
+    subprocess.run(["chmod", "-R", "a+rX", wh_path], check=True)
+    nobody = [shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+    def run(args, **kwargs):
+        env = {k: v for k, v in os.environ.items() if k != "PAIMON_WAREHOUSE"}
+        return subprocess.run(nobody + CLI + list(args), capture_output=True, timeout=60, env=env, **kwargs)
+
+    return run
+
+
+def test_unreadable_and_read_only_warehouse(tmp_path_factory):
+    """File-system errors say what is wrong: an unreadable directory is not a missing one, and a consumer that
+    cannot save its position fails before printing a row (not after, as an unexpected PermissionError)."""
+    import tempfile
+
+    from .conftest import TestWarehouse
+
+    base = tempfile.mkdtemp(prefix="paimon-tail-perm-")  # pytest's own temp dirs are 0700: nobody cannot enter
+    try:
+        wh = TestWarehouse(f"{base}/wh")
+        wh.create("log")
+        for c in range(3):
+            wh.commit("log", append_rows(c, 4))
+        run = _as_other_user(wh.path)
+        os.chmod(wh.path, 0o700 if run is not run_cli else 0o000)
+        out = run(["follow", "db.log", "-w", wh.path, "-e"])
+        assert (out.returncode, out.stderr.decode()) == \
+            (1, f"paimon-tail: warehouse {wh.path} is not readable (permission denied)\n")
+        os.chmod(wh.path, 0o755)
+        table_dir = f"{wh.path}/db.db/log"
+        os.chmod(table_dir, 0o700 if run is not run_cli else 0o000)
+        out = run(["follow", "db.log", "-w", wh.path, "-e"])
+        assert out.returncode == 1 and out.stderr.decode().startswith(
+            "paimon-tail: cannot open table db.log: PermissionError: [Errno 13] Permission denied:"), out.stderr
+        os.chmod(table_dir, 0o755)
+        subprocess.run(["chmod", "-R", "a-w", wh.path], check=True)
+        out = run(["follow", "db.log", "-w", wh.path, "-e", "--from", "earliest", "--consumer-id", "me"])
+        assert out.returncode == 1 and out.stdout == b""
+        assert out.stderr.decode() == (
+            f"paimon-tail: cannot write consumer positions in {wh.path}/db.db/log/consumer: Permission denied "
+            "(--consumer-id needs write access to the table directory)\n")
+        out = run(["follow", "db.log", "-w", wh.path, "-e", "--from", "earliest"])  # reading still works
+        assert out.returncode == 0 and len(out.stdout.splitlines()) == 12
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwX", base], check=True)
+        import shutil
+
+        shutil.rmtree(base)
 
 
 def test_expired_snapshot_suggests_earliest(log):
@@ -176,7 +263,70 @@ def test_demo_runs_and_prints_next_steps(tmp_path):
     assert tables == {"shop.orders", "shop.events"}
     kinds = {r["_row_kind"] for r in rows if r["_table"] == "shop.orders"}
     assert "+I" in kinds and len(rows) > 10
-    assert "paimon-tail follow shop.orders" in out.stderr.decode()
+    assert f"{sys.executable} -m paimon_tail follow shop.orders" in out.stderr.decode()  # as it was started
     follow = run_cli(["follow", "shop.orders", "-w", str(tmp_path / "demo"), "--from", "earliest", "-e",
                       "--row-kind"])
     assert {json.loads(line)["_row_kind"] for line in follow.stdout.splitlines()} >= {"+I", "+U"}
+
+
+@pytest.mark.parametrize("on_path", [True, False])
+def test_demo_hints_run_as_printed(tmp_path, on_path):
+    """The demo's "Try next" lines work when pasted into the same shell: bare `paimon-tail` when that is this
+    program on PATH (an activated venv), else the path the demo was started by (e.g. .venv/bin/paimon-tail)."""
+    import shlex
+
+    bin_dir = os.path.dirname(sys.executable)
+    env = {k: v for k, v in os.environ.items() if k != "PAIMON_WAREHOUSE"}
+    paths = [p for p in env["PATH"].split(":") if os.path.realpath(p) != os.path.realpath(bin_dir)]
+    env["PATH"] = ":".join(([bin_dir] if on_path else []) + paths)
+    out = subprocess.run([os.path.join(bin_dir, "paimon-tail"), "demo", "-w", str(tmp_path / "demo"),
+                          "--duration", "1", "--interval", "0.2"], capture_output=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    hints = [line.strip() for line in out.stderr.decode().splitlines() if "--consumer-id me" in line]
+    assert len(hints) == 1
+    script = os.path.join(bin_dir, "paimon-tail")
+    programs = ["paimon-tail"] if on_path else [shlex.quote(script), shlex.quote(os.path.relpath(script))]
+    assert any(hints[0].startswith(f"{p} follow shop.orders -w ") for p in programs), hints
+    ran = subprocess.run(["bash", "-c", hints[0]], capture_output=True, env=env, timeout=60)
+    assert ran.returncode == 0 and len(ran.stdout.splitlines()) == 5, ran.stderr
+
+
+def test_demo_stays_healthy(tmp_path):
+    """The demo writer compacts and expires: after many rounds a full read opens one file per bucket and two
+    manifests, few snapshots are kept, and the compaction is invisible to followers (same rows, nothing new)."""
+    from paimon_tail.demo import DemoWriter
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    wh = str(tmp_path / "demo")
+    writer = DemoWriter(wh, interval=0, seed=3, compact_every=0, retain=25)
+    for _ in range(40):
+        writer.step()
+    orders = writer.orders
+    before = run_cli(["follow", "shop.orders", "-w", wh, "-e", "--from", "earliest", "--row-kind"])
+    table_before = run_cli(["follow", "shop.orders", "-w", wh, "-e"])
+    latest = orders.snapshot_manager().get_latest_snapshot().id
+    consumer = run_cli(["follow", "shop.events", "-w", wh, "-e", "--from", "latest", "--consumer-id", "late"])
+    assert consumer.returncode == 0
+    run_cli(["consumers", "shop.events", "-w", wh, "--reset", "late", "--to", "10"])
+    writer.compact()
+
+    snap = orders.snapshot_manager().get_latest_snapshot()
+    assert snap.id == latest + 1 and snap.commit_kind == "OVERWRITE"
+    assert len(ManifestListManager(orders).read_all(snap)) == 2
+    splits = orders.new_read_builder().new_scan().plan().splits()
+    assert sorted(s.bucket for s in splits) == [0, 1, 2, 3] and all(len(s.files) == 1 for s in splits)
+    # the same table, and followers see nothing new
+    assert sorted(run_cli(["follow", "shop.orders", "-w", wh, "-e"]).stdout.splitlines()) == \
+        sorted(table_before.stdout.splitlines())
+    after = run_cli(["follow", "shop.orders", "-w", wh, "-e", "--from", f"snapshot:{snap.id}"])
+    assert after.returncode == 0 and after.stdout == b""
+    # expired: the newest 25 orders snapshots are kept; events keep what consumer "late" still has to read
+    assert orders.snapshot_manager().try_get_earliest_snapshot().id == snap.id - 24
+    assert writer.events.snapshot_manager().try_get_earliest_snapshot().id == 10
+    replay = run_cli(["follow", "shop.orders", "-w", wh, "-e", "--from", "earliest", "--row-kind"])
+    assert replay.returncode == 0 and 0 < len(replay.stdout) and len(before.stdout) > 0
+    # the writer compacts by itself every compact_every rounds
+    writer.compact_every = 5
+    for _ in range(5):
+        writer.step()
+    assert orders.snapshot_manager().get_latest_snapshot().commit_kind == "OVERWRITE"

@@ -27,9 +27,11 @@ def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str
         raise UsageError("--reset needs --to N (the next snapshot the consumer will read)")
     if to_snapshot is not None and not reset_id:
         raise UsageError("--to goes with --reset ID")
+    if reset_id and delete_id:
+        raise UsageError("--reset and --delete go one at a time")
     store = ConsumerStore(open_table(table, catalog))
     if reset_id:
-        store.set(ConsumerStore.validate_id(reset_id), to_snapshot)
+        store.reset(ConsumerStore.validate_id(reset_id), to_snapshot)
         click.echo(f"consumer {reset_id} will read from snapshot {to_snapshot}", err=True)
         return
     if delete_id:

@@ -17,15 +17,32 @@ from .common import run
 DEFAULT_DIR = "paimon-tail-demo"
 
 
+def invocation() -> str:
+    """How this shell reaches paimon-tail: ``paimon-tail`` when that name on PATH is this program, else the path
+    it was started by (``.venv/bin/paimon-tail`` when the venv is not active), else ``python -m paimon_tail``."""
+    import shlex
+    import shutil
+
+    script = sys.argv[0] if sys.argv else ""
+    if os.path.basename(script) != "paimon-tail":
+        return f"{shlex.quote(sys.executable)} -m paimon_tail"
+    on_path = shutil.which("paimon-tail")
+    if on_path and os.path.realpath(on_path) == os.path.realpath(script):
+        return "paimon-tail"
+    return shlex.quote(os.path.relpath(script) if not os.path.relpath(script).startswith("..") else script)
+
+
 def next_steps(warehouse: str) -> str:
-    w = warehouse if " " not in warehouse else f"'{warehouse}'"
+    import shlex
+
+    w, p = shlex.quote(warehouse), invocation()
     return (
         "\nTry next against this warehouse:\n"
-        f"  paimon-tail follow shop.orders -w {w} --from earliest --row-kind\n"
-        f"  paimon-tail follow shop.events -w {w} -e --from earliest | jq -c 'select(.kind==\"shipped\")'\n"
-        f"  paimon-tail follow shop.orders -w {w} --consumer-id me --nl | head -5\n"
-        f"  paimon-tail serve shop.orders -w {w} &\n"
-        f"  paimon-tail lookup shop.orders 1 2 3 -w {w}\n"
+        f"  {p} follow shop.orders -w {w} --from earliest --row-kind\n"
+        f"  {p} follow shop.events -w {w} -e --from earliest | jq -c 'select(.kind==\"shipped\")'\n"
+        f"  {p} follow shop.orders -w {w} --consumer-id me --nl | head -5\n"
+        f"  {p} serve shop.orders -w {w} &\n"
+        f"  {p} lookup shop.orders 1 2 3 -w {w}\n"
     )
 
 

@@ -68,7 +68,8 @@ def format_option(f):
 @click.option("--max-rows", "-n", type=click.IntRange(min=0), help="Stop after N rows.")
 @format_option
 @click.option("--select", "-s", metavar="COLS", help="Columns to output, comma-separated (pushed down).")
-@click.option("--where", metavar="EXPR", help="Filter, e.g. \"amount > 100 AND status = 'open'\" (pushed down).")
+@click.option("--where", metavar="EXPR", multiple=True,
+              help="Filter, e.g. \"amount > 100 AND status = 'open'\" (pushed down; repeated: all must hold).")
 @click.option("--row-kind", is_flag=True, help="Add _row_kind (+I/-U/+U/-D).")
 @click.option("--meta", is_flag=True, help="Add _snapshot_id, _commit_time, _bucket, _partition.")
 @click.option("--consumer-id", metavar="ID", help="Keep progress in Paimon's consumer file; resume on restart.")
@@ -89,13 +90,13 @@ def format_option(f):
               help="Give up after storage has been unreachable this long (0: never) [default: 60 with -e, "
               "else never: a live follow waits out an outage].")
 def follow_command(table: str, catalog: CatalogConfig, start: str, until: Optional[str], exit_at_end: bool,
-                   max_rows: Optional[int], fmt: str, select: Optional[str], where: Optional[str], row_kind: bool,
+                   max_rows: Optional[int], fmt: str, select: Optional[str], where: tuple, row_kind: bool,
                    meta: bool, consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
                    catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int,
                    poll_interval: Optional[float], storage_timeout: Optional[float]) -> None:
     """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f."""
     options = FollowOptions(
-        start=start, until=until, exit_at_end=exit_at_end, select=parse_columns(select), where=where,
+        start=start, until=until, exit_at_end=exit_at_end, select=parse_columns(select), where=list(where),
         row_kind=row_kind, meta=meta, consumer_id=consumer_id, shard=parse_shard(shard),
         buckets=parse_buckets(buckets), catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
         read_workers=read_threads, poll_interval=poll_interval, storage_timeout=storage_timeout,

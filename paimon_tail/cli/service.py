@@ -8,10 +8,11 @@ import time
 
 import click
 
-from ..errors import EXIT_RUNTIME, UsageError
+from ..errors import UsageError
 
 from ..output import choose_format, make_renderer
 from .common import catalog_options, run
+from .missing import missing_exit_code, missing_option
 
 
 def _security_options(f):
@@ -79,12 +80,18 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, poll_interva
         max_message_bytes=max_message_mb << 20, launcher=launcher, poll_interval=poll_interval,
     )
 
+    stopped_by: list = []  # the signal that asked us to stop
+
+    def stop_on(sig: int, service) -> None:
+        stopped_by.append(sig)
+        service.request_stop()
+
     async def main() -> None:
         service = QueryService(options)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
-                loop.add_signal_handler(sig, service.request_stop)
+                loop.add_signal_handler(sig, stop_on, sig, service)
             except (NotImplementedError, RuntimeError):  # pragma: no cover
                 pass
         try:
@@ -106,6 +113,8 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, poll_interva
             await service.stop()
 
     run(main())
+    if stopped_by and stopped_by[0] == signal.SIGINT:
+        raise KeyboardInterrupt  # after the clean stop: exit 130 like every command; SIGTERM is a normal stop (0)
 
 
 def _spark_launcher(tables, master, spark_conf, host, executors):
@@ -140,8 +149,7 @@ def _read_lines(source: str):
 @click.option("--format", "fmt", default="auto", show_default=True,
               type=click.Choice(["auto", "jsonl", "table", "csv", "tsv", "arrow"]),
               help="auto = table on a terminal, JSON lines otherwise.")
-@click.option("--missing", type=click.Choice(["skip", "null"]), default="skip", show_default=True,
-              help="null: print a line for a key that is not found (JSON: null; others: the key only).")
+@missing_option
 @click.option("--min-snapshot", type=click.IntRange(1), default=None,
               help="Wait until the owning executors serve at least this snapshot (bounded by --timeout).")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
@@ -149,7 +157,9 @@ def _read_lines(source: str):
 @_security_options
 def lookup(table, keys, catalog, keys_from, select, fmt, missing, min_snapshot, timeout, token_file, tls_cert,
            tls_key, tls_ca) -> None:
-    """Look up the latest rows for KEYs: 42, or id=42,dt=2026-11-01 for composite keys. Exit 1 if any is missing."""
+    """Look up the latest rows for KEYs: 42, or id=42,dt=2026-11-01 for composite keys.
+
+    A key not found: exit 1 with a count on stderr (--missing error), or exit 0 (--missing skip|null)."""
     from ..service.client import LookupClient
 
     if not keys and not keys_from:
@@ -175,10 +185,10 @@ def lookup(table, keys, catalog, keys_from, select, fmt, missing, min_snapshot, 
 
     result = run(main())
     _render(result, fmt, missing, client.parser.names)
-    if result.missing:
-        sys.stdout.flush()
+    code = missing_exit_code(result, missing)
+    if code:
         # SystemExit, not click's Exit: with standalone_mode=False click turns Exit into a return value.
-        raise SystemExit(EXIT_RUNTIME)
+        raise SystemExit(code)
 
 
 def _render(result, fmt: str, missing: str, key_names) -> None:
@@ -234,11 +244,14 @@ def service() -> None:
 @service.command("status")
 @click.argument("table", metavar="DB.TABLE")
 @catalog_options
-@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the status as one JSON object (piped, the default is a JSON line per executor).")
 @click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True)
 @_security_options
 def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_ca) -> None:
-    """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s."""
+    """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s.
+
+    A table on a terminal; piped, a JSON line per executor (like follow and consumers)."""
     from ..service.client import LookupClient
 
     client = LookupClient(table, catalog, security=_security(token_file, tls_cert, tls_key, tls_ca), timeout=timeout)
@@ -272,10 +285,16 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
             for e in st.executors
         ],
     }
-    if as_json:
+    if as_json or not sys.stdout.isatty():
         import json
 
-        click.echo(json.dumps(data))
+        if as_json:
+            click.echo(json.dumps(data))
+            return
+        for e in data["executor"]:  # flat records for jq; the bucket list stays in --json
+            row = {"table": table, "address_server": st.address, "latest_snapshot": latest_id}
+            row.update((k, v) for k, v in e.items() if k != "bucket_list")
+            click.echo(json.dumps(row))
         return
     from rich.console import Console
     from rich.table import Table

@@ -16,6 +16,7 @@ connection for an index replaces the old one and gets the full state; the launch
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -102,6 +103,38 @@ def _advertised(host: str, port: int) -> str:
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
     return f"{host}:{port}"
+
+
+def _check_can_listen(host: str, port: int) -> None:
+    """Bind (and release) ``host:port`` as gRPC will (SO_REUSEADDR): a port in use, a privileged port or an
+    address not on this machine fails here with the operating system's reason."""
+    try:
+        infos = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise ServiceError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as e:
+                raise ServiceError(f"cannot listen on {host}:{port}: {e.strerror.lower()}") from None
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """An executor is in our process group, so a Ctrl-C on the terminal reaches it too: while it imports (about
+    a second), before executor_main ignores SIGINT, that was a KeyboardInterrupt traceback per executor. An
+    ignored signal stays ignored across fork and exec (a handler does not), so it starts ignoring SIGINT. A
+    Ctrl-C in the few milliseconds of the start is lost (press it again)."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers belong to the main thread
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class _Link:
@@ -216,6 +249,8 @@ class QueryService:
                             outage=lambda table: self.health[table].outage if table in self.health else None),
             self.server,
         )
+        if o.port:
+            _check_can_listen(o.host, o.port)  # before gRPC, whose own log line would come first and say less
         try:
             port = add_port(self.server, f"{o.host}:{o.port}", o.security)
         except RuntimeError as e:
@@ -336,7 +371,8 @@ class QueryService:
         parent, child = self._ctx.Pipe()
         process = self._ctx.Process(target=executor_main, args=(self._spec(index), child), daemon=True,
                                     name=f"paimon-tail-executor-{index}")
-        process.start()
+        with _sigint_ignored():
+            process.start()
         child.close()
         self.links[index] = _Link(index, process, parent)
 

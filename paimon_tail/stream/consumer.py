@@ -13,7 +13,7 @@ from typing import Dict, Optional
 from pypaimon.consumer.consumer_manager import ConsumerManager
 
 from ..atomic_file import write_text_atomic
-from ..errors import UsageError
+from ..errors import PaimonTailError, SnapshotExpired, UsageError
 
 
 class ConsumerStore:
@@ -44,6 +44,36 @@ class ConsumerStore:
     def set(self, consumer_id: str, next_snapshot: int) -> None:
         content = json.dumps({"nextSnapshot": int(next_snapshot)})
         write_text_atomic(self.file_io, self.path(consumer_id), content, durable=True)
+
+    def check_writable(self) -> None:
+        """Fail before the first row, not after it: a consumer that cannot save its position would print rows
+        and then stop (and print them again on every restart). Writes and removes a probe file."""
+        import uuid
+
+        directory = str(self.manager._consumer_directory())
+        probe = f"{directory}/.writable-{uuid.uuid4().hex[:8]}"  # a dot name: never listed as a consumer
+        try:
+            write_text_atomic(self.file_io, probe, "")
+            self.file_io.delete(probe)
+        except OSError as e:
+            raise PaimonTailError(f"cannot write consumer positions in {directory}: "
+                                  f"{e.strerror or type(e).__name__}",
+                                  hint="--consumer-id needs write access to the table directory") from e
+
+    def reset(self, consumer_id: str, next_snapshot: int) -> None:
+        """``set``, for a person: the position must be a kept snapshot or the next one to be committed (beyond
+        it the consumer would wait for snapshots that may never come, and list as 0 behind)."""
+        snapshots = self.table.snapshot_manager()
+        latest = snapshots.get_latest_snapshot()
+        latest_id = latest.id if latest is not None else 0
+        if next_snapshot > latest_id + 1:
+            raise UsageError(f"--to {next_snapshot} is beyond the next snapshot to be committed",
+                             hint=f"latest is {latest_id}: use --to {latest_id + 1} or less")
+        earliest = snapshots.try_get_earliest_snapshot() if latest is not None else None
+        if earliest is not None and next_snapshot < earliest.id:
+            raise SnapshotExpired(f"--to {next_snapshot}: snapshot {next_snapshot} has expired",
+                                  hint=f"earliest kept is {earliest.id}")
+        self.set(consumer_id, next_snapshot)
 
     def delete(self, consumer_id: str) -> bool:
         path = self.path(consumer_id)

@@ -45,7 +45,7 @@ class FollowOptions:
     until: Union[EndPosition, str, None] = None
     exit_at_end: bool = False
     select: Optional[Sequence[str]] = None
-    where: Optional[str] = None
+    where: Union[str, Sequence[str], None] = None  # several: all must hold (AND)
     row_kind: bool = False
     meta: bool = False
     consumer_id: Optional[str] = None
@@ -76,6 +76,7 @@ class FollowOptions:
             index, count = self.shard
             if count < 1 or not 0 <= index < count:
                 raise UsageError(f"bad shard {index}/{count}: use I/N with 0 <= I < N")
+        _check_range(start, until)
         return dataclasses.replace(self, start=start, until=until)
 
     def effective_storage_timeout(self) -> Optional[float]:
@@ -83,6 +84,47 @@ class FollowOptions:
         if self.storage_timeout is None:
             return DEFAULT_SCRIPT_STORAGE_TIMEOUT if self.exit_at_end else None
         return self.storage_timeout or None
+
+
+def _check_range(start: StartPosition, until: Optional[EndPosition]) -> None:
+    """An end before the start would print nothing and exit 0: refuse it when the positions say so alone."""
+    if until is None:
+        return
+    if until.snapshot_id is not None and start.snapshot_id is not None and until.snapshot_id < start.snapshot_id:
+        raise UsageError(f"--until snapshot:{until.snapshot_id} is before --from {start}: nothing to read")
+    if until.timestamp_ms is not None and start.timestamp_ms is not None and until.timestamp_ms < start.timestamp_ms:
+        raise UsageError(f"--until {_iso(until.timestamp_ms)} is before --from {_iso(start.timestamp_ms)}: "
+                         "nothing to read")
+
+
+def _check_buckets(table, options: FollowOptions, keep: Optional[Callable[[int], bool]]) -> None:
+    """--buckets / --shard that select no bucket of the table would print nothing, forever: refuse them."""
+    if keep is None:
+        return
+    from pypaimon.table.bucket_mode import BucketMode
+
+    mode = table.bucket_mode()
+    if mode == BucketMode.HASH_FIXED:
+        count, what = int(table.options.bucket()), f"{int(table.options.bucket())} buckets"
+    elif mode == BucketMode.BUCKET_UNAWARE:
+        count, what = 1, "no fixed buckets (bucket = -1): every file is in bucket 0"
+    else:  # dynamic / postponed buckets: the set is not known up front
+        return
+    name = table_name(table)
+    beyond = sorted(b for b in options.buckets or () if b >= count)
+    if beyond:
+        raise UsageError(f"bucket {', '.join(map(str, beyond))} of --buckets does not exist: {name} has {what}")
+    if not any(keep(b) for b in range(count)):
+        chosen = f"--shard {options.shard[0]}/{options.shard[1]}" if options.shard else "--buckets"
+        if options.shard and options.buckets is not None:
+            chosen += f" with --buckets {','.join(map(str, options.buckets))}"
+        raise UsageError(f"{chosen} selects no bucket: {name} has {what}")
+
+
+def _iso(ms: int) -> str:
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(ms / 1000).isoformat(timespec="milliseconds")
 
 
 @dataclass
@@ -122,6 +164,14 @@ class FollowStats:
     def outage(self) -> Optional[Outage]:
         """Set while storage does not answer (retried, never fatal unless --storage-timeout)."""
         return self.health.outage
+
+    def saw_latest(self, snapshot_id: int, time_ms: Optional[int]) -> None:
+        """The table's latest snapshot is at least ``snapshot_id`` (committed at ``time_ms`` when known)."""
+        if self.latest_id is None or snapshot_id > self.latest_id:
+            self.latest_id = snapshot_id
+            self.latest_time_ms = time_ms if time_ms is not None else self.latest_time_ms
+        elif snapshot_id == self.latest_id and time_ms is not None:
+            self.latest_time_ms = time_ms
 
     @property
     def lag_snapshots(self) -> int:
@@ -175,6 +225,7 @@ class Follower:
         self.consumers = ConsumerStore(table) if self.options.consumer_id else None
         if self.consumers:
             ConsumerStore.validate_id(self.options.consumer_id)
+        _check_buckets(table, self.options, self._bucket_filter())
         self._setup(table)
         self._walker: Optional[SnapshotWalker] = None
 
@@ -250,6 +301,7 @@ class Follower:
     async def _resolve(self) -> ResolvedStart:
         o = self.options
         if self.consumers:
+            await self.retry.call(self.consumers.check_writable)
             position = await self.retry.call(self.consumers.get, o.consumer_id)
             if position is not None:
                 earliest = await self.retry.call(self.planner.earliest_id)
@@ -263,6 +315,7 @@ class Follower:
                 return ResolvedStart(next_snapshot_id=position)
         resolved = await self.retry.call(resolve_start, o.start, self.planner.files)
         if resolved is not None:
+            await self.retry.call(self._check_start_before_end, resolved)
             return resolved
         # An empty table: wait for its first snapshot (one request a poll); everything from snapshot 1 on is new.
         self.stats.waiting_for_first_snapshot = True
@@ -271,6 +324,23 @@ class Follower:
                 await self._wait()
             self.stats.waiting_for_first_snapshot = False
         return ResolvedStart(next_snapshot_id=1)
+
+    def _check_start_before_end(self, resolved: ResolvedStart) -> None:
+        """``--until`` before the first snapshot ``--from`` resolves to would print nothing (or, for a full read,
+        rows from after the end): refuse it."""
+        until = self.options.until
+        if until is None:
+            return
+        first = resolved.full_snapshot_id or resolved.next_snapshot_id
+        if until.snapshot_id is not None and first > until.snapshot_id:
+            raise UsageError(f"--until snapshot:{until.snapshot_id} is before snapshot {first}, the first that "
+                             f"--from {self.options.start} reads: nothing to read")
+        if until.timestamp_ms is not None:
+            snap = self.planner.snapshot(first)
+            if snap is not None and snap.time_millis > until.timestamp_ms:
+                raise UsageError(f"--until {_iso(until.timestamp_ms)} is before snapshot {first} (committed "
+                                 f"{_iso(snap.time_millis)}), the first that --from {self.options.start} reads: "
+                                 "nothing to read")
 
     def _past_end(self, snapshot) -> bool:
         until = self.options.until
@@ -338,14 +408,13 @@ class Follower:
                 if not snaps:
                     if o.exit_at_end:
                         break
-                    self.stats.latest_id = walker.latest_id
+                    if walker.latest_id is not None:
+                        self.stats.saw_latest(walker.latest_id, None)
                     self.stats.caught_up = out.empty()
                     await self._wait()
                     continue
                 self.stats.caught_up = False
-                last = snaps[-1]
-                if self.stats.latest_id is None or last.id >= self.stats.latest_id:
-                    self.stats.latest_id, self.stats.latest_time_ms = last.id, last.time_millis
+                self.stats.saw_latest(snaps[-1].id, snaps[-1].time_millis)
                 within = list(itertools.takewhile(lambda snap: not self._past_end(snap), snaps))
                 for group in self._schema_runs(within) if o.prefetch else [[snap] for snap in within]:
                     await self._check_schema(group[0])
@@ -409,11 +478,27 @@ class Follower:
         if self.consumers:
             await self.retry.call(self.consumers.set, self.options.consumer_id, next_snapshot_id)
 
+    async def _track_latest(self, interval: float = 1.0) -> None:
+        """While catching up, the table's real latest snapshot and its commit time for the status (the walker
+        only sees its read-ahead horizon, a few snapshots past the one being written): once per ``interval``, in
+        a thread (``SnapshotFiles.latest``: one request when nothing was committed since the last look). Idle
+        followers skip it (the walker knows)."""
+        while True:
+            if not self.stats.caught_up:
+                try:
+                    latest = await asyncio.to_thread(self.planner.files.latest)
+                except Exception:  # the status is best effort; planning reports (and retries) real failures
+                    latest = None
+                if latest is not None:
+                    self.stats.saw_latest(latest.id, latest.time_millis)
+            await asyncio.sleep(interval)
+
     async def __aiter__(self) -> AsyncIterator[FollowBatch]:
         # Planning runs ahead of reading by one snapshot; on an object store by several, so the prefetcher has
         # data files to fetch while earlier snapshots decode (its byte budget bounds the memory).
         plans: asyncio.Queue = asyncio.Queue(maxsize=PREFETCH_PLANS if self.prefetcher is not None else 1)
         task = asyncio.create_task(self._plans(plans))
+        tracker = asyncio.create_task(self._track_latest())
         ahead = None  # (item, stream) taken from ``plans`` early, its stream already reading
         current = None
         try:
@@ -466,11 +551,12 @@ class Follower:
                 current.close()
             if ahead is not None and ahead[1] is not None:
                 ahead[1].close()
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+            for t in (task, tracker):
+                t.cancel()
+                try:
+                    await t
+                except (asyncio.CancelledError, Exception):
+                    pass
             self.close()
 
     def close(self) -> None:

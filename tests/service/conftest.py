@@ -115,8 +115,9 @@ class ServeProcess:
         return pids
 
     def stop(self) -> int:
+        """SIGTERM, as a service manager stops it: a clean stop, exit 0 (Ctrl-C exits 130: test_serve_cli.py)."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(15)
             except subprocess.TimeoutExpired:

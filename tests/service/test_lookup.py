@@ -98,10 +98,21 @@ def test_cli_lookup(warehouse, served):
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert [row["id"] for row in rows] == [2, 0]
 
+    # a key not found: by default the rows found, one line on stderr, exit 1 (like grep)
+    r = run_cli("lookup", "db.orders", "id=2,dt=2026-11-03", "id=3,dt=2026-11-01", "id=99999,dt=2026-11-01",
+                "--select", "id,name", *wh)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == ['{"id":2,"name":"v1-2"}']
+    assert r.stderr == "paimon-tail: 2 of 3 keys not found: id=3,dt=2026-11-01, id=99999,dt=2026-11-01 " \
+                       "(--missing skip or null to exit 0)\n"
+    # pipelines: --missing null keeps one line per key, --missing skip leaves them out; both exit 0, quietly
     r = run_cli("lookup", "db.orders", "id=2,dt=2026-11-03", "id=3,dt=2026-11-01", "--missing", "null",
                 "--select", "id,name", *wh)
-    assert r.returncode == 1  # like grep: a key was not found
+    assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout.splitlines() == ['{"id":2,"name":"v1-2"}', "null"]
+    r = run_cli("lookup", "db.orders", "--keys-from", "-", "--missing", "skip", "--select", "id", *wh,
+                input='{"id": 3, "dt": "2026-11-01"}\n{"id": 2, "dt": "2026-11-03"}\n')
+    assert (r.returncode, r.stderr, r.stdout.splitlines()) == (0, "", ['{"id":2}'])
 
     keys = "\n".join(json.dumps({"id": i, "dt": f"2026-11-0{1 + i % 3}", "extra": "ignored"}) for i in (4, 8))
     r = run_cli("lookup", "db.orders", "--keys-from", "-", "--select", "id", *wh, input=keys)
@@ -126,6 +137,14 @@ def test_cli_status(warehouse, served):
     assert all(e["alive"] for e in st["executor"])
     assert sum(e["buckets"] for e in st["executor"]) == 9  # 3 partitions x 3 buckets
     assert sum(e["keys"] for e in st["executor"]) == len(warehouse.batch_read("orders"))
+    # piped without --json: a JSON line per executor (was a rich table cut to 80 columns), no wider than its data
+    r = run_cli("service", "status", "db.orders", "--warehouse", warehouse.path)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [row["index"] for row in rows] == [0, 1] and all(row["table"] == "db.orders" for row in rows)
+    assert {"address_server", "latest_snapshot", "snapshot", "lag_snapshots", "lag_seconds", "buckets", "keys",
+            "requests_per_second", "restarts", "alive"} <= set(rows[0])
+    assert sum(row["keys"] for row in rows) == len(warehouse.batch_read("orders"))
 
 
 def test_registration_file(warehouse, served):

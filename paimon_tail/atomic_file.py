@@ -48,3 +48,15 @@ def write_text_atomic(file_io, path: str, text: str, mode: int = 0o644, durable:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def remove_file(file_io, path: str) -> None:
+    """Delete one small file: one request on S3 (``storage.s3``), the file system's own delete elsewhere."""
+    if local_path(path) is None:
+        from .storage.s3 import S3Client, split_path
+
+        client = S3Client.for_file_io(file_io)
+        if client is not None:
+            client.delete(*split_path(file_io, path))
+            return
+    file_io.delete(path)

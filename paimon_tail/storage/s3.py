@@ -152,6 +152,10 @@ class S3Client:
     def put(self, bucket: str, key: str, data: bytes) -> None:
         self._request("PUT", bucket, key, data, "writing")
 
+    def delete(self, bucket: str, key: str) -> None:
+        """One DELETE (pyarrow's also writes a marker for the parent "directory" when it empties)."""
+        self._request("DELETE", bucket, key, b"", "deleting")
+
     def _target(self, bucket: str, key: str) -> Tuple[str, str]:
         path_key = "/" + quote(key, safe="/~")
         if self.config.path_style:

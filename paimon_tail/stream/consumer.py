@@ -12,7 +12,7 @@ from typing import Dict, Optional
 
 from pypaimon.consumer.consumer_manager import ConsumerManager
 
-from ..atomic_file import write_text_atomic
+from ..atomic_file import remove_file, write_text_atomic
 from ..errors import PaimonTailError, SnapshotExpired, UsageError
 
 
@@ -54,7 +54,7 @@ class ConsumerStore:
         probe = f"{directory}/.writable-{uuid.uuid4().hex[:8]}"  # a dot name: never listed as a consumer
         try:
             write_text_atomic(self.file_io, probe, "")
-            self.file_io.delete(probe)
+            remove_file(self.file_io, probe)
         except OSError as e:
             raise PaimonTailError(f"cannot write consumer positions in {directory}: "
                                   f"{e.strerror or type(e).__name__}",

@@ -71,9 +71,12 @@ def test_consumer_position_is_one_put_per_snapshot_and_resumes(s3wh, proxy, tmp_
     first = run_cli(args + ["-e"], timeout=60)
     assert first.returncode == 0, first.stderr
     assert len(first.stdout.splitlines()) == 20
-    writes = [r for r in proxy.requests() if r.method in ("PUT", "POST")]
-    assert writes and all(r.method == "PUT" and r.path.endswith("/consumer/consumer-billing") for r in writes), writes
-    assert len(writes) == 4  # one PUT per snapshot: no multipart upload, no directory probes
+    writes = [r for r in proxy.requests() if r.method in ("PUT", "POST", "DELETE")]
+    probe = [r for r in writes if "/consumer/.writable-" in r.path]  # the write check before the first row
+    assert [r.method for r in probe] == ["PUT", "DELETE"], writes
+    positions = [r for r in writes if r not in probe]
+    assert all(r.method == "PUT" and r.path.endswith("/consumer/consumer-billing") for r in positions), writes
+    assert len(positions) == 4  # one PUT per snapshot: no multipart upload, no directory markers
     # SIGKILL a live consumer mid-way while a writer commits: a restart delivers every row, at most the
     # snapshot in flight twice.
     out = str(tmp_path / "run.jsonl")

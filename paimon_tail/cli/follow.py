@@ -6,11 +6,8 @@ from typing import Optional
 
 import click
 
-from ..catalog import CatalogConfig, open_table
+from ..catalog import CatalogConfig
 from ..errors import UsageError
-from ..output import choose_format, make_renderer
-from ..stream import FollowOptions, Follower
-from ..tail import tail
 from .common import catalog_options, run
 
 
@@ -87,6 +84,11 @@ def follow_command(table: str, catalog: CatalogConfig, start: str, until: Option
                    meta: bool, consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
                    catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int) -> None:
     """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f."""
+    from ..catalog import open_table
+    from ..output import choose_format, make_renderer
+    from ..stream import FollowOptions, Follower
+    from ..tail import tail
+
     options = FollowOptions(
         start=start, until=until, exit_at_end=exit_at_end, select=parse_columns(select), where=where,
         row_kind=row_kind, meta=meta, consumer_id=consumer_id, shard=parse_shard(shard),

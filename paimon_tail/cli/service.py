@@ -114,7 +114,10 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
     """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s."""
     from ..service.client import LookupClient
 
-    client = LookupClient(table, catalog, security=security_from_options(token_file, tls_cert, tls_key, tls_ca), timeout=timeout)
+    from ..catalog import open_table
+
+    client = LookupClient(open_table(table, catalog), security=security_from_options(token_file, tls_cert, tls_key,
+                                                                                    tls_ca), timeout=timeout)
 
     async def main():
         try:

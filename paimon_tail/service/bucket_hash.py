@@ -33,9 +33,9 @@ class Unsupported(Exception):
 
 
 def _precision(data_type) -> Tuple[int, int]:
-    from pypaimon.table.row.generic_row import _parse_type_precision_scale
+    from .binary_row import precision_scale
 
-    return _parse_type_precision_scale(data_type)
+    return precision_scale(str(data_type))
 
 
 def _type_name(field) -> str:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import json
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Sequence
-
-import pyarrow as pa
 
 from ..errors import UsageError
 
@@ -34,17 +33,23 @@ def _base(type_name: str) -> str:
 
 
 class KeyParser:
+    """Keys of one table (a pypaimon table or a ``TableMeta``); pure Python until Arrow is asked for."""
+
     def __init__(self, table) -> None:
+        from ..compat.table_meta import table_meta
+
+        self.meta = table_meta(table)
+        self.names: List[str] = list(self.meta.primary_keys)
+        self.types = {k: re.sub(r"\s+NOT\s+NULL\s*$", "", self.meta.type_name(k), flags=re.I) for k in self.names}
+
+    @functools.cached_property
+    def arrow_schema(self):
+        """The key columns as Arrow types (imports pyarrow)."""
+        import pyarrow as pa
         from pypaimon.schema.data_types import PyarrowFieldParser
 
-        schema = table.table_schema
-        self.names: List[str] = list(schema.primary_keys)
-        by_name = {f.name: f for f in schema.fields}
-        self.fields = [by_name[k] for k in self.names]
-        self.types = {f.name: str(f.type.type if hasattr(f.type, "type") else f.type) for f in self.fields}
-        self.arrow_schema = pa.schema([
-            pa.field(f.name, PyarrowFieldParser.from_paimon_type(f.type), nullable=False) for f in self.fields
-        ])
+        return pa.schema([pa.field(f.name, PyarrowFieldParser.from_paimon_type(f.type), nullable=False)
+                          for f in self.meta.data_fields(self.names)])
 
     # -- one value ----------------------------------------------------------------------------------------
     def convert(self, name: str, value: Any, source: str) -> Any:
@@ -200,6 +205,8 @@ class KeyParser:
             raise UsageError(f"key {source} is a single value but the primary key has {len(self.names)} columns")
         return {self.names[0]: self.convert(self.names[0], key, source)}
 
-    def to_arrow(self, keys: Sequence[Dict[str, Any]]) -> pa.Table:
+    def to_arrow(self, keys: Sequence[Dict[str, Any]]):
+        import pyarrow as pa
+
         return pa.table({k: pa.array([key[k] for key in keys], type=self.arrow_schema.field(k).type)
                          for k in self.names})

@@ -1,30 +1,51 @@
-"""``paimon-tail lookup``: keys from arguments or ``--keys-from``, answered by a running query service."""
+"""``paimon-tail lookup``: keys from arguments or ``--keys-from``, answered by a running query service.
+
+Keys from ``--keys-from`` stream through in chunks: parsing a chunk (a thread), looking it up (the event loop,
+several chunks in flight) and writing the rows of an earlier one (a thread) overlap, and memory stays bounded
+whatever the input's size. Output is in input order, the same bytes as for the keys given one by one.
+"""
 from __future__ import annotations
 
 import sys
+from typing import Any, BinaryIO, List, Optional
 
 import click
 
 from ..errors import EXIT_RUNTIME, UsageError
 from .common import catalog_options, run, security_from_options, security_options
 
+ARROW_STREAM_START = b"\xff\xff\xff\xff"  # an Arrow IPC stream's first message starts with this continuation marker
 
-def _read_lines(source: str):
+
+def _open_keys(source: str) -> BinaryIO:
     if source == "-":
-        return sys.stdin
+        return sys.stdin.buffer
     try:
-        return open(source, encoding="utf-8")
+        return open(source, "rb")
     except OSError as e:
         raise UsageError(f"cannot read --keys-from {source}: {e.strerror}") from None
+
+
+def key_tables(parser, stream: BinaryIO, source: str, keys_format: str):
+    """The key tables of ``--keys-from``: an Arrow IPC stream (detected by its first bytes, or asked for), or JSON
+    lines."""
+    if keys_format == "auto":
+        keys_format = "arrow" if stream.peek(4)[:4] == ARROW_STREAM_START else "jsonl"
+    if keys_format == "arrow":
+        return parser.arrow_batches(stream, source)
+    return parser.json_batches(stream, source)
 
 
 @click.command("lookup")
 @click.argument("table", metavar="DB.TABLE")
 @click.argument("keys", nargs=-1, metavar="KEY ...")
 @catalog_options
-@click.option("--keys-from", metavar="FILE|-", help="Read keys as JSON lines (objects with the key columns).")
+@click.option("--keys-from", metavar="FILE|-", help="Read keys from a file or stdin: JSON lines (objects with the "
+              "key columns) or an Arrow IPC stream (with the key columns).")
+@click.option("--keys-format", type=click.Choice(["auto", "jsonl", "arrow"]), default="auto", show_default=True,
+              help="Format of --keys-from; auto tells an Arrow IPC stream by its first bytes.")
 @click.option("--select", metavar="COL,COL", help="Columns to print (default: all).")
-@click.option("--format", "fmt", default="auto", show_default=True,
+@click.option("--format", "-f", "fmt", default="auto", show_default=True,
               type=click.Choice(["auto", "jsonl", "table", "csv", "tsv", "arrow"]),
               help="auto = table on a terminal, JSON lines otherwise.")
 @click.option("--missing", type=click.Choice(["skip", "null"]), default="skip", show_default=True,
@@ -32,86 +53,141 @@ def _read_lines(source: str):
 @click.option("--min-snapshot", type=click.IntRange(1), default=None,
               help="Wait until the owning executors serve at least this snapshot (bounded by --timeout).")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
-              help="Seconds for the whole lookup, retries included.")
+              help="Seconds for the whole lookup, retries included (per chunk of --keys-from).")
 @security_options
-def lookup(table, keys, catalog, keys_from, select, fmt, missing, min_snapshot, timeout, token_file, tls_cert,
-           tls_key, tls_ca) -> None:
+def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, missing, min_snapshot, timeout, token_file,
+           tls_cert, tls_key, tls_ca) -> None:
     """Look up the latest rows for KEYs: 42, or id=42,dt=2026-11-01 for composite keys. Exit 1 if any is missing."""
-    from ..service.client import LookupClient
-
     if not keys and not keys_from:
         raise UsageError("no keys given", hint="pass KEY arguments or --keys-from FILE|-")
     columns = [c.strip() for c in select.split(",") if c.strip()] if select else None
-    client = LookupClient(table, catalog, security=security_from_options(token_file, tls_cert, tls_key, tls_ca), timeout=timeout)
-    parsed = [client.parser.from_text(k) for k in keys]
-    if keys_from:
-        stream = _read_lines(keys_from)
-        try:
-            parsed += list(client.parser.from_json_lines(stream, "stdin" if keys_from == "-" else keys_from))
-        finally:
-            if stream is not sys.stdin:
-                stream.close()
-    if not parsed:
-        return
+    from ..service.client import LookupClient
 
-    async def main():
+    client = LookupClient(table, catalog, security=security_from_options(token_file, tls_cert, tls_key, tls_ca),
+                          timeout=timeout)
+    parsed = [client.parser.from_text(k) for k in keys]
+    stream = _open_keys(keys_from) if keys_from else None
+    out = RowsOutput(fmt, missing)
+
+    async def main() -> None:
+        import asyncio
+
         try:
-            return await client.lookup(parsed, select=columns, min_snapshot=min_snapshot, parsed=True)
+            if parsed:
+                out.write(await client.lookup(parsed, select=columns, min_snapshot=min_snapshot, parsed=True))
+            if stream is not None:
+                source = "stdin" if keys_from == "-" else keys_from
+                tables = iter(key_tables(client.parser, stream, source, keys_format))
+
+                async def chunks():
+                    while True:
+                        chunk = await asyncio.to_thread(next, tables, None)
+                        if chunk is None:
+                            return
+                        yield chunk
+
+                async for result in client.lookup_batches(chunks(), select=columns, min_snapshot=min_snapshot):
+                    await asyncio.to_thread(out.write, result)
         finally:
             await client.close()
 
-    result = run(main())
-    _render(result, fmt, missing, client.parser.names)
-    if result.missing:
+    try:
+        run(main())
+    finally:
+        if stream is not None and stream is not sys.stdin.buffer:
+            stream.close()
+    out.close()
+    if out.missing_keys:
         sys.stdout.flush()
         # SystemExit, not click's Exit: with standalone_mode=False click turns Exit into a return value.
         raise SystemExit(EXIT_RUNTIME)
 
 
-def _render(result, fmt: str, missing: str, key_names) -> None:
-    import pyarrow as pa
+class RowsOutput:
+    """Lookup results → stdout in one format, in request order. What a key that is not found prints
+    (``--missing``) and how many there were (the exit code) is decided here and nowhere else."""
 
-    from ..output import choose_format, make_renderer
+    def __init__(self, fmt: str, missing: str) -> None:
+        from ..output import choose_format, make_renderer
 
-    rows = result.rows
-    fmt = choose_format(fmt, sys.stdout)
-    if missing == "null" and result.missing:
-        aligned = result.aligned()
-        if fmt == "jsonl":
-            from ..output.values import dumps, plain_rows
+        self.fmt = choose_format(fmt, sys.stdout)
+        self.missing = missing
+        self.missing_keys = 0
+        self._renderer = None if self.fmt == "table" else make_renderer(self.fmt)
+        self._tables: List[Any] = []  # the terminal table is drawn once, at the end
+        self._schema = None
 
-            out = []
-            plain = iter(plain_rows(rows.combine_chunks().to_batches()[0])) if rows.num_rows else iter(())
-            for row in aligned:
-                out.append("null" if row is None else dumps(next(plain)))
-            sys.stdout.write("\n".join(out) + "\n")
-            sys.stdout.flush()
+    def write(self, result) -> None:
+        rows = result.rows
+        self._schema = rows.schema
+        self.missing_keys += len(result.missing)
+        if self.missing == "null" and result.missing:
+            if self.fmt == "jsonl":
+                return self._jsonl_with_nulls(result)
+            rows = _with_missing_keys(result)
+        if self._renderer is None:
+            self._tables.append(rows)
             return
-        filled = []
-        for key, row in zip(result.keys, aligned):
-            if row is None:
-                row = {name: (key.get(name) if name in key else None) for name in rows.schema.names}
-            filled.append(row)
-        rows = pa.Table.from_pylist(filled, schema=rows.schema)
-    if fmt == "table":
-        from rich.console import Console
-        from rich.table import Table
+        for batch in rows.to_batches():
+            self._renderer.write(batch)
+        self._renderer.flush()
 
-        from ..output.values import text
+    def _jsonl_with_nulls(self, result) -> None:
+        """JSON lines, ``null`` for each key not found: the rows rendered as usual, then interleaved."""
+        import io
 
-        t = Table(show_edge=False, header_style="bold")
-        for name in rows.schema.names:
-            t.add_column(name)
-        for row in rows.to_pylist():
-            t.add_row(*[text(v) for v in row.values()])
-        Console().print(t)
-        return
-    renderer = make_renderer(fmt)
-    for batch in rows.to_batches():
-        renderer.write(batch)
-    if fmt == "arrow" and rows.num_rows == 0 and hasattr(renderer, "begin"):
-        renderer.begin(rows.schema)
-    renderer.close()
+        from ..output import make_renderer
+
+        buf = io.BytesIO()
+        renderer = make_renderer("jsonl", buf)
+        for batch in result.rows.to_batches():
+            renderer.write(batch)
+        lines: List[bytes] = [b"null"] * len(result)
+        for pos, line in zip(result.found, buf.getvalue().split(b"\n")):
+            lines[pos] = line
+        self._renderer.stream.write(b"\n".join(lines) + b"\n")
+        self._renderer.flush()
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            if self.fmt == "arrow" and self._renderer.rows == 0 and self._schema is not None:
+                self._renderer.begin(self._schema)  # an empty answer is still a readable stream
+            self._renderer.close()
+            return
+        if self._tables:
+            _print_table(self._tables)
 
 
-__all__ = ["lookup"]
+def _with_missing_keys(result):
+    """The rows with one row per requested key: a key not found shows its key columns, the rest null."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows, keys = result.rows, result.key_table
+    position = np.full(len(result), -1, dtype=np.int64)
+    position[np.asarray(result.found, dtype=np.int64)] = np.arange(len(result.found))
+    found = pa.array(position >= 0)
+    taken = rows.take(pa.array(position, mask=position < 0))
+    columns = [pc.if_else(found, taken.column(f.name), keys.column(f.name).cast(f.type))
+               if f.name in keys.column_names else taken.column(f.name) for f in rows.schema]
+    return pa.Table.from_arrays(columns, schema=rows.schema)
+
+
+def _print_table(tables: List[Any]) -> None:
+    import pyarrow as pa
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..output.values import text
+
+    rows = pa.concat_tables(tables)
+    t = Table(show_edge=False, header_style="bold")
+    for name in rows.schema.names:
+        t.add_column(name)
+    for row in rows.to_pylist():
+        t.add_row(*[text(v) for v in row.values()])
+    Console().print(t)
+
+
+__all__ = ["RowsOutput", "key_tables", "lookup"]

@@ -17,7 +17,7 @@ import asyncio
 import random
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
 
 import grpc
 import numpy as np
@@ -67,6 +67,13 @@ class LookupResult:
         self.snapshot_ids = snapshot_ids if snapshot_ids is not None else {}  # executor index → snapshot
         self._keys = keys
         self._key_table = key_table
+
+    @property
+    def key_table(self) -> pa.Table:
+        """The keys as an Arrow table typed as the key columns, in request order."""
+        if self._key_table is None:
+            raise ValueError("this result was built without its key table")
+        return self._key_table
 
     @property
     def keys(self) -> List[Dict[str, Any]]:
@@ -400,6 +407,46 @@ class LookupClient:
         else:
             reason = f"executor {ex} at {address}: {code.name} {e.details() or ''}".strip()
         return reason, code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+    async def lookup_batches(self, batches: Any, *, select: Optional[Sequence[str]] = None,
+                             min_snapshot: Optional[int] = None, timeout: Optional[float] = None,
+                             in_flight: int = 4) -> AsyncIterator[LookupResult]:
+        """``lookup`` of many key tables (an iterable or async iterable), results in order: up to ``in_flight``
+        tables are being looked up while the caller consumes earlier results and the source produces later keys.
+        An error from the source or a lookup is raised after the results before it."""
+        queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, in_flight))
+        done = object()
+
+        async def produce() -> None:
+            try:
+                if hasattr(batches, "__aiter__"):
+                    async for keys in batches:
+                        await queue.put(asyncio.ensure_future(
+                            self.lookup(keys, select=select, min_snapshot=min_snapshot, timeout=timeout)))
+                else:
+                    for keys in batches:
+                        await queue.put(asyncio.ensure_future(
+                            self.lookup(keys, select=select, min_snapshot=min_snapshot, timeout=timeout)))
+            except BaseException as e:  # noqa: B036 - handed to the consumer, in order
+                await queue.put(e)
+                return
+            await queue.put(done)
+
+        producer = asyncio.ensure_future(produce())
+        try:
+            while True:
+                item = await queue.get()
+                if item is done:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield await item
+        finally:
+            producer.cancel()
+            while not queue.empty():
+                item = queue.get_nowait()
+                if isinstance(item, asyncio.Future):
+                    item.cancel()
 
     async def get(self, key: Any, **kwargs) -> Optional[Dict[str, Any]]:
         result = await self.lookup([key], **kwargs)

@@ -7,7 +7,8 @@ whatever the input's size. Output is in input order, the same bytes as for the k
 from __future__ import annotations
 
 import sys
-from typing import Any, BinaryIO, List, Optional
+import time
+from typing import Any, BinaryIO, List
 
 import click
 
@@ -61,10 +62,14 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, missing, m
     if not keys and not keys_from:
         raise UsageError("no keys given", hint="pass KEY arguments or --keys-from FILE|-")
     columns = [c.strip() for c in select.split(",") if c.strip()] if select else None
+    security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
+    started = time.monotonic()
+    if keys and not keys_from and min_snapshot is None and _quick(table, keys, catalog, security, columns, fmt,
+                                                                   missing, timeout / 2):
+        return
     from ..service.client import LookupClient
 
-    client = LookupClient(table, catalog, security=security_from_options(token_file, tls_cert, tls_key, tls_ca),
-                          timeout=timeout)
+    client = LookupClient(table, catalog, security=security, timeout=max(0.1, timeout - (time.monotonic() - started)))
     parsed = [client.parser.from_text(k) for k in keys]
     stream = _open_keys(keys_from) if keys_from else None
     out = RowsOutput(fmt, missing)
@@ -97,10 +102,52 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, missing, m
         if stream is not None and stream is not sys.stdin.buffer:
             stream.close()
     out.close()
-    if out.missing_keys:
+    _exit_for_missing(out.missing_keys)
+
+
+def _exit_for_missing(missing_keys: int) -> None:
+    """Like grep: exit 1 when a key was not found (after its rows are out)."""
+    if missing_keys:
         sys.stdout.flush()
         # SystemExit, not click's Exit: with standalone_mode=False click turns Exit into a return value.
         raise SystemExit(EXIT_RUNTIME)
+
+
+def _quick(table: str, keys, catalog, security, columns, fmt: str, missing: str, timeout: float) -> bool:
+    """The keys of the command line through ``service/quick.py`` (no pyarrow, no pypaimon): True when answered
+    and printed; False when ``LookupClient`` must do it (any other catalog, format or trouble)."""
+    from ..compat.table_meta import read_local
+    from ..output.formats import choose_format
+
+    fmt = choose_format(fmt, sys.stdout)
+    if fmt not in ("jsonl", "table"):
+        return False
+    meta = read_local(table, dict(catalog.options))
+    if meta is None:
+        return False
+    from ..service.keys import KeyParser
+    from ..service.quick import lookup_few
+
+    parsed = [KeyParser(meta).from_text(k) for k in keys]
+    answer = lookup_few(meta, parsed, security=security, select=columns, timeout=timeout)
+    if answer is None:
+        return False
+    rows = dict(zip(answer.found, answer.rows))
+    names = [name for name, _ in answer.columns]
+    if fmt == "jsonl":
+        from ..output.plain import json_line
+
+        lines = [json_line(answer.columns, rows[i]) if i in rows else "null" for i in range(len(parsed))
+                 if i in rows or missing == "null"]
+        if lines:
+            sys.stdout.write("\n".join(lines) + "\n")
+    else:
+        table_rows = [rows[i] if i in rows else [key.get(n) for n in names] for i, key in enumerate(parsed)
+                      if i in rows or missing == "null"]
+        if table_rows:
+            _print_rows(names, table_rows)
+    _exit_for_missing(len(answer.missing))
+    return True
 
 
 class RowsOutput:
@@ -176,17 +223,22 @@ def _with_missing_keys(result):
 
 def _print_table(tables: List[Any]) -> None:
     import pyarrow as pa
+
+    rows = pa.concat_tables(tables)
+    _print_rows(rows.schema.names, [list(row.values()) for row in rows.to_pylist()])
+
+
+def _print_rows(names: List[str], rows: List[List[Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ..output.values import text
+    from ..output.plain import text
 
-    rows = pa.concat_tables(tables)
     t = Table(show_edge=False, header_style="bold")
-    for name in rows.schema.names:
+    for name in names:
         t.add_column(name)
-    for row in rows.to_pylist():
-        t.add_row(*[text(v) for v in row.values()])
+    for row in rows:
+        t.add_row(*[text(v) for v in row])
     Console().print(t)
 
 

@@ -52,6 +52,11 @@ def security_from_options(token_file, tls_cert, tls_key, tls_ca):
 def run(coro) -> Any:
     """Run a coroutine on uvloop when it is installed; a closed stdout becomes ``OutputClosed``."""
     import asyncio
+    import gc
+
+    if not gc.isenabled():  # start-up is over (cli.main turned collection off): what exists now stays
+        gc.freeze()
+        gc.enable()
 
     try:
         try:

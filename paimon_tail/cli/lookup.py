@@ -122,11 +122,12 @@ def _quick(table: str, keys, catalog, security, columns, fmt: str, missing: str,
     fmt = choose_format(fmt, sys.stdout)
     if fmt not in ("jsonl", "table"):
         return False
-    meta = read_local(table, dict(catalog.options))
-    if meta is None:
-        return False
     from ..service.keys import KeyParser
-    from ..service.quick import lookup_few
+    from ..service.quick import lookup_few, servable
+
+    meta = read_local(table, dict(catalog.options))
+    if meta is None or not servable(meta):
+        return False
 
     parsed = [KeyParser(meta).from_text(k) for k in keys]
     answer = lookup_few(meta, parsed, security=security, select=columns, timeout=timeout)

@@ -54,9 +54,14 @@ def lookup_few(meta: TableMeta, keys: List[Dict[str, Any]], *, security: Securit
         return None
 
 
+def servable(meta: TableMeta) -> bool:
+    """A primary-key table with fixed buckets and Paimon's bucket function (else ``LookupClient`` says why not)."""
+    return bool(meta.primary_keys) and meta.num_buckets >= 1 and \
+        meta.options.get("bucket-function.type", "default").lower() == "default"
+
+
 def _plan(meta: TableMeta, keys, select) -> Optional[dict]:
-    if not meta.primary_keys or meta.num_buckets < 1 or meta.options.get("bucket-function.type", "default") \
-            .lower() != "default":
+    if not servable(meta):
         return None
     if select and any(c not in meta.field_names for c in select):
         return None
@@ -119,4 +124,4 @@ def _left(deadline: float) -> float:
     return left
 
 
-__all__ = ["FewRows", "lookup_few"]
+__all__ = ["FewRows", "lookup_few", "servable"]

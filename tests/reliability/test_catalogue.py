@@ -71,6 +71,7 @@ def env(tmp_path_factory):
     (d / "empty").write_text("")
     (d / "list.yaml").write_text("- a\n")
     (d / "bad.jsonl").write_text("{not json\n")
+    (d / "latin1.jsonl").write_bytes(b'{"k": 1}\n{"k": "\xe9"}\n')
     return {"$WH": wh.path, "$D": str(d)}
 
 

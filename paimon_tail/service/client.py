@@ -33,7 +33,7 @@ from .keys import KeyParser
 from .routing import TableRouting, channel
 from .bucket_hash import channels_of
 from .security import Security, make_channel, make_sync_channel
-from .wire import ipc_stream
+from .wire import indices, ipc_stream
 
 DEFAULT_BATCH = 10_000
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
@@ -310,7 +310,7 @@ class LookupClient:
         return jobs
 
     def _request(self, prep: _Prepared, idx: np.ndarray, select, min_snapshot) -> pb.LookupRequest:
-        sub = prep.key_table if len(idx) == prep.n else prep.key_table.take(pa.array(idx))
+        sub = prep.key_table if len(idx) == prep.n else prep.key_table.take(indices(idx))
         return pb.LookupRequest(table=self.name, keys_ipc=_ipc(sub), buckets=prep.buckets[idx].tolist(),
                                 min_snapshot_id=min_snapshot or 0, select=list(select or ()))
 
@@ -328,7 +328,7 @@ class LookupClient:
             rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
             if len(found) > 1 and np.any(np.diff(found) < 0):
                 order = np.argsort(found, kind="stable")
-                rows, found = rows.take(pa.array(order)), found[order]
+                rows, found = rows.take(indices(order)), found[order]
         else:
             found = np.empty(0, dtype=np.int64)
             rows = (schema or self._schema(select)).empty_table()

@@ -13,9 +13,8 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import struct
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 _EPOCH_DAY = _dt.date(1970, 1, 1)
@@ -28,8 +27,7 @@ class Unsupported(Exception):
     """A type or message layout outside this module's subset."""
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):  # a NamedTuple, not a dataclass: this module is on the one-key lookup's start-up path
     """A flat Arrow type: ``name`` is int, float, bool, utf8, binary, date, timestamp, decimal or null."""
 
     name: str

@@ -91,7 +91,7 @@ class TableRouting:
             col = keys.column(k)
             enc = (col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col).dictionary_encode()
             dicts.append(enc.dictionary.to_pylist())
-            codes.append(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
+            codes.append(np.asarray(enc.indices.to_numpy(), dtype=np.int64))
         uniq, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
         hashes = np.asarray([self.partition_hash(tuple(dicts[j][int(u[j])] for j in range(len(dicts))))
                              for u in uniq], dtype=np.int64)

@@ -71,6 +71,10 @@ def child_env() -> dict:
     env = dict(os.environ)
     env.pop("PAIMON_WAREHOUSE", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (product_src(), str(ROOT), env.get("PYTHONPATH", "")) if p)
+    if product_src():
+        # `python -m paimon_tail` puts the working directory first on sys.path: run from this repository, it would
+        # measure this tree instead of --product's (Python >= 3.11 honours this; run from elsewhere on 3.10)
+        env["PYTHONSAFEPATH"] = "1"
     return env
 
 

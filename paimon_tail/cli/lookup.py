@@ -102,15 +102,30 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, missing, m
         if stream is not None and stream is not sys.stdin.buffer:
             stream.close()
     out.close()
-    _exit_for_missing(out.missing_keys)
+    out.missing.finish()
 
 
-def _exit_for_missing(missing_keys: int) -> None:
-    """Like grep: exit 1 when a key was not found (after its rows are out)."""
-    if missing_keys:
-        sys.stdout.flush()
-        # SystemExit, not click's Exit: with standalone_mode=False click turns Exit into a return value.
-        raise SystemExit(EXIT_RUNTIME)
+class MissingKeys:
+    """What a key that is not found does, for both paths: whether it prints a line (``--missing null``) and, once
+    every row is out, the exit code (1, like grep). The one place to change that behaviour."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.count = 0
+
+    @property
+    def printed(self) -> bool:
+        """A line for each missing key: ``null`` in JSON lines, the key columns alone in other formats."""
+        return self.mode == "null"
+
+    def add(self, n: int) -> None:
+        self.count += n
+
+    def finish(self) -> None:
+        if self.count:
+            sys.stdout.flush()
+            # SystemExit, not click's Exit: with standalone_mode=False click turns Exit into a return value.
+            raise SystemExit(EXIT_RUNTIME)
 
 
 def _quick(table: str, keys, catalog, security, columns, fmt: str, missing: str, timeout: float) -> bool:
@@ -133,34 +148,34 @@ def _quick(table: str, keys, catalog, security, columns, fmt: str, missing: str,
     answer = lookup_few(meta, parsed, security=security, select=columns, timeout=timeout)
     if answer is None:
         return False
+    gone = MissingKeys(missing)
+    gone.add(len(answer.missing))
     rows = dict(zip(answer.found, answer.rows))
     names = [name for name, _ in answer.columns]
     if fmt == "jsonl":
         from ..output.plain import json_line
 
         lines = [json_line(answer.columns, rows[i]) if i in rows else "null" for i in range(len(parsed))
-                 if i in rows or missing == "null"]
+                 if i in rows or gone.printed]
         if lines:
             sys.stdout.write("\n".join(lines) + "\n")
     else:
         table_rows = [rows[i] if i in rows else [key.get(n) for n in names] for i, key in enumerate(parsed)
-                      if i in rows or missing == "null"]
+                      if i in rows or gone.printed]
         if table_rows:
             _print_rows(names, table_rows)
-    _exit_for_missing(len(answer.missing))
+    gone.finish()
     return True
 
 
 class RowsOutput:
-    """Lookup results → stdout in one format, in request order. What a key that is not found prints
-    (``--missing``) and how many there were (the exit code) is decided here and nowhere else."""
+    """Lookup results → stdout in one format, in request order; missing keys as ``MissingKeys`` says."""
 
     def __init__(self, fmt: str, missing: str) -> None:
         from ..output import choose_format, make_renderer
 
         self.fmt = choose_format(fmt, sys.stdout)
-        self.missing = missing
-        self.missing_keys = 0
+        self.missing = MissingKeys(missing)
         self._renderer = None if self.fmt == "table" else make_renderer(self.fmt)
         self._tables: List[Any] = []  # the terminal table is drawn once, at the end
         self._schema = None
@@ -168,8 +183,8 @@ class RowsOutput:
     def write(self, result) -> None:
         rows = result.rows
         self._schema = rows.schema
-        self.missing_keys += len(result.missing)
-        if self.missing == "null" and result.missing:
+        self.missing.add(len(result.missing))
+        if self.missing.printed and result.missing:
             if self.fmt == "jsonl":
                 return self._jsonl_with_nulls(result)
             rows = _with_missing_keys(result)
@@ -243,4 +258,4 @@ def _print_rows(names: List[str], rows: List[List[Any]]) -> None:
     Console().print(t)
 
 
-__all__ = ["RowsOutput", "key_tables", "lookup"]
+__all__ = ["MissingKeys", "RowsOutput", "key_tables", "lookup"]

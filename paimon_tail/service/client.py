@@ -427,7 +427,7 @@ class LookupClient:
                     for keys in batches:
                         await queue.put(asyncio.ensure_future(
                             self.lookup(keys, select=select, min_snapshot=min_snapshot, timeout=timeout)))
-            except BaseException as e:  # noqa: B036 - handed to the consumer, in order
+            except Exception as e:  # handed to the consumer, after the results before it
                 await queue.put(e)
                 return
             await queue.put(done)
@@ -438,7 +438,7 @@ class LookupClient:
                 item = await queue.get()
                 if item is done:
                     return
-                if isinstance(item, BaseException):
+                if isinstance(item, Exception):
                     raise item
                 yield await item
         finally:

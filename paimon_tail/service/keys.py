@@ -243,7 +243,7 @@ class KeyParser:
         except UnicodeDecodeError as e:
             line = first_line + data.count(b"\n", 0, e.start)
             raise UsageError(f"{source} line {line} is not UTF-8 text") from None
-        keys = list(self.from_json_lines(text.splitlines(), source, first_line))
+        keys = list(self.from_json_lines(text.split("\n"), source, first_line))  # not splitlines: JSON allows U+2028
         return self.to_arrow(keys) if keys else self.arrow_schema.empty_table()
 
     @functools.cached_property

@@ -1,7 +1,8 @@
 """Where a key lives: Paimon's bucket hash and Paimon's executor assignment, bit for bit.
 
-* bucket: pypaimon's ``FixedBucketRowKeyExtractor`` (murmur3 over the bucket-key ``BinaryRow``, Java's
-  ``Math.abs(hash % n)``), the function writers use, so a key is looked up where it was written.
+* bucket: what pypaimon's ``FixedBucketRowKeyExtractor`` computes (murmur3 over the bucket-key ``BinaryRow``,
+  Java's ``Math.abs(hash % n)``), the function writers use, so a key is looked up where it was written: one key in
+  ``binary_row.py``, many in ``bucket_hash.py``, pypaimon itself for the types neither lays out.
 * executor: Paimon's ``ChannelComputer.select(partition, bucket, n)`` =
   ``(Math.abs(partition.hashCode()) % n + bucket) % n`` with Java ``int`` arithmetic, where
   ``BinaryRow.hashCode()`` is ``MurmurHashUtils.hashBytesByWords`` over the row's bytes (seed 42).

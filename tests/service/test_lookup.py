@@ -213,3 +213,46 @@ def subprocess_run_bytes(args, data: bytes):
     env = dict(os.environ)
     env.pop("PAIMON_TAIL_TOKEN", None)
     return subprocess.run(cli_cmd(*args), input=data, capture_output=True, env=env, timeout=60)
+
+
+def test_lookup_batches_keeps_order_and_raises_in_place(warehouse, served):
+    """Several key tables in flight: results come back in input order; a source error after two tables arrives
+    after their results; JSON chunks parsed 64 bytes at a time name the right line."""
+    import asyncio
+    import io
+
+    import pyarrow as pa
+
+    from paimon_tail.catalog import catalog_config
+
+    client = LookupClient("db.plain", catalog_config(warehouse.path), timeout=20)
+    tables = [pa.table({"k": pa.array(range(s, s + 37), pa.int32())}) for s in range(0, 370, 37)]
+
+    def source():
+        yield from tables[:2]
+        raise UsageError("bad keys at the third table")
+
+    async def collect(batches):
+        got = []
+        try:
+            async for r in client.lookup_batches(batches, in_flight=3):
+                got.append(r)
+        except UsageError as e:
+            got.append(e)
+        return got
+
+    try:
+        results = asyncio.run(collect(iter(tables)))
+        assert [r.key_table.column("k").to_pylist() for r in results] == [t.column("k").to_pylist() for t in tables]
+        assert [row["k"] for r in results for row in r.rows.to_pylist()] == [k for k in range(370) if k % 5]
+        results = asyncio.run(collect(source()))
+        assert len(results) == 3 and isinstance(results[2], UsageError)
+    finally:
+        client.close_sync()
+    lines = "".join(f'{{"k": {k}}}\n' for k in range(40)) + '{"k": 40\n'
+    chunks = client.parser.json_batches(io.BytesIO(lines.encode()), "keys.jsonl", chunk_bytes=64)
+    with pytest.raises(UsageError, match="keys.jsonl line 41 is not JSON"):
+        for chunk in chunks:
+            pass
+    keys = pa.concat_tables(list(client.parser.json_batches(io.BytesIO(lines[:-10].encode()), chunk_bytes=64)))
+    assert keys.column("k").to_pylist() == list(range(40))

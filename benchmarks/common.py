@@ -43,6 +43,9 @@ SIZES = {
                  idle_seconds=2.0, repeat=1),
     "full": Size("full", rows=5_000_000, commits=100, lat_commits=200, lat_rows=5, lat_min_gap=0.02,
                  lat_max_gap=0.25, idle_seconds=10.0, repeat=3),
+    # a table of a few million rows, where start-up is a large share of a catch-up (issue 11's 2M / 40 commits)
+    "medium": Size("medium", rows=2_000_000, commits=40, lat_commits=50, lat_rows=5, lat_min_gap=0.02,
+                   lat_max_gap=0.12, idle_seconds=2.0, repeat=5),
 }
 
 
@@ -68,6 +71,10 @@ def child_env() -> dict:
     env = dict(os.environ)
     env.pop("PAIMON_WAREHOUSE", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (product_src(), str(ROOT), env.get("PYTHONPATH", "")) if p)
+    if product_src():
+        # `python -m paimon_tail` puts the working directory first on sys.path: run from this repository, it would
+        # measure this tree instead of --product's (Python >= 3.11 honours this; run from elsewhere on 3.10)
+        env["PYTHONSAFEPATH"] = "1"
     return env
 
 
@@ -327,3 +334,81 @@ def save(name: str, size: Size, rows: List[Row], details: Dict, info: dict) -> P
     path.write_text(json.dumps(doc, indent=2, default=str))
     (RESULTS / f"{name}-{size.name}-latest.json").write_text(json.dumps(doc, indent=2, default=str))
     return path
+
+
+# -- a primary-key table and a running query service (start-up and CLI lookup benchmarks) -----------------------
+KV_SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64())])
+
+
+def kv_warehouse(rows: int, log: Callable[[str], None]) -> str:
+    """A warehouse with ``db.kv`` (id BIGINT primary key, name, amount; 4 buckets; ``rows`` rows) and
+    ``db.small`` (an append table of 10 rows), built once under results/data."""
+    import numpy as np
+    import pyarrow.compute as pc
+    from pypaimon import CatalogFactory, Schema
+
+    base = DATA / f"kv-{rows}"
+    wh = base / "warehouse"
+    if (base / "done.json").exists():
+        return str(wh)
+    if base.exists():
+        shutil.rmtree(base)
+    wh.mkdir(parents=True)
+    log(f"building db.kv ({rows:,} rows) and db.small in {base} (once)")
+    cat = CatalogFactory.create({"warehouse": str(wh)})
+    cat.create_database("db", True)
+    cat.create_table("db.kv", Schema.from_pyarrow_schema(KV_SCHEMA, primary_keys=["id"], options={"bucket": "4"}),
+                     False)
+    ids = np.arange(rows, dtype=np.int64)
+    commit_arrow(cat.get_table("db.kv"), pa.table({
+        "id": ids, "name": pc.binary_join_element_wise("name-", pc.cast(pa.array(ids), pa.string()), ""),
+        "amount": pa.array(ids * 0.5)}, schema=KV_SCHEMA))
+    small = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    cat.create_table("db.small", Schema.from_pyarrow_schema(small), False)
+    commit_arrow(cat.get_table("db.small"), pa.table({"id": np.arange(10), "v": [f"v{i}" for i in range(10)]},
+                                                     schema=small))
+    (base / "done.json").write_text(json.dumps({"rows": rows}))
+    return str(wh)
+
+
+class Service:
+    """``paimon-tail serve TABLE`` as a process (its own session), until ``stop``."""
+
+    def __init__(self, warehouse: str, table: str, executors: int = 2) -> None:
+        self.proc = subprocess.Popen(paimon_tail_cmd() + ["serve", table, "-w", warehouse, "--executors",
+                                                          str(executors)],
+                                     stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=child_env(),
+                                     start_new_session=True)
+        lines = []
+        for line in self.proc.stderr:
+            lines.append(line)
+            if "ready in" in line:
+                break
+        else:
+            raise RuntimeError("serve did not start: " + "".join(lines))
+        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+
+
+def time_process(cmd: List[str], stdin_path: Optional[str] = None, timeout: float = 600) -> tuple:
+    """(wall seconds from spawn to exit, exit code, stdout bytes) of ``cmd``, stdout drained here."""
+    stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+    try:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
+        out, err = proc.communicate(timeout=timeout)
+        wall = time.perf_counter() - t0
+    finally:
+        if stdin_path:
+            stdin.close()
+    return wall, proc.returncode, out, err

@@ -3,6 +3,9 @@
     python -m benchmarks all --size tiny        # every benchmark in seconds (CI)
     python -m benchmarks all --size full        # the documented full run (docs/performance.md)
     python -m benchmarks latency|catchup|stall|memory|objectstore [--size tiny|full]
+    python -m benchmarks catchup --size medium   # 2M rows / 40 commits: start-up's share of a mid-size catch-up
+    python -m benchmarks startup [--size tiny|full]      # each command against its bare imports (ratios)
+    python -m benchmarks cli-lookup [--size tiny|full]   # lookup --keys-from: JSON lines and Arrow through the CLI
     python -m benchmarks ab --product PATH [--rounds 5]   # catch-up of this tree vs the source at PATH, alternating
     python -m benchmarks lookup|spark [-- extra args]   # colleagues' scripts (benchmarks/lookup.py, spark_bench.py)
 
@@ -23,10 +26,11 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks import catchup, latency, memory, objectstore, stall  # noqa: E402
+from benchmarks import catchup, cli_lookup, latency, memory, objectstore, stall, startup  # noqa: E402
 from benchmarks.common import ROOT, SIZES, machine, print_table, save  # noqa: E402
 
 BENCHES = ("latency", "catchup", "stall", "memory", "objectstore")
+SEPARATE = ("startup", "cli-lookup")  # not in `all`: each starts a query service of its own
 
 
 def log(msg: str) -> None:
@@ -36,7 +40,7 @@ def log(msg: str) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("name", choices=BENCHES + ("all", "ab", "lookup", "spark"))
+    ap.add_argument("name", choices=BENCHES + SEPARATE + ("all", "ab", "lookup", "spark"))
     ap.add_argument("--rounds", type=int, default=5, help="ab: alternating runs of each side")
     ap.add_argument("--size", choices=tuple(SIZES), default="tiny")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
@@ -88,6 +92,10 @@ def main(argv=None) -> int:
             rows, det = stall.run(size, log)
         elif name == "objectstore":
             rows, det = objectstore.run(size, log)
+        elif name == "startup":
+            rows, det = startup.run(size, log)
+        elif name == "cli-lookup":
+            rows, det = cli_lookup.run(size, log)
         else:
             naive = details.get("catchup", {}).get("naive pypaimon loop")
             rows, det = memory.run(size, log, naive=naive)

@@ -7,27 +7,45 @@
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
-
-from .catalog import CatalogConfig, catalog_config, open_table
-from .errors import PaimonTailError
-from .stream import FollowBatch, Follower, FollowOptions, follow
+import importlib
+from typing import TYPE_CHECKING, Any, Iterator
 
 __version__ = "0.1.0"
 
+# The public names, imported on first use: `import paimon_tail` (and so every CLI command) must not pay for
+# pypaimon's read path, pyarrow or grpc before a command asks for them (docs/performance.md, Start-up).
+_LAZY = {
+    "CatalogConfig": ".catalog", "catalog_config": ".catalog", "open_table": ".catalog",
+    "PaimonTailError": ".errors",
+    "FollowBatch": ".stream", "Follower": ".stream", "FollowOptions": ".stream", "follow": ".stream",
+    "LookupClient": ".service.client",
+}
 
-def follow_sync(table, options: FollowOptions | None = None, **kwargs: Any) -> Iterator[FollowBatch]:
+if TYPE_CHECKING:  # pragma: no cover
+    from .catalog import CatalogConfig, catalog_config, open_table
+    from .errors import PaimonTailError
+    from .service.client import LookupClient
+    from .stream import FollowBatch, Follower, FollowOptions, follow
+
+
+def follow_sync(table, options: "FollowOptions | None" = None, **kwargs: Any) -> Iterator["FollowBatch"]:
     """``follow`` for code that is not async: a blocking iterator of ``FollowBatch``."""
+    from .stream import Follower
+
     return Follower(table, options, **kwargs).iter_sync()
 
 
-def __getattr__(name: str):
-    # The query service pulls in grpc; import it only when asked for.
-    if name == "LookupClient":
-        from .service.client import LookupClient
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'paimon_tail' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
-        return LookupClient
-    raise AttributeError(name)
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

@@ -1,7 +1,6 @@
 """What every command shares: catalog options, the event loop, and the one error boundary."""
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
 import sys
@@ -32,8 +31,33 @@ def catalog_options(f: Callable) -> Callable:
     return wrapper
 
 
+def security_options(f: Callable) -> Callable:
+    """--tls-ca / --tls-cert / --tls-key / --token-file, for the commands that talk to the query service."""
+    f = click.option("--tls-ca", type=click.Path(dir_okay=False), help="CA certificate: the server requires client "
+                     "certificates signed by it (mutual TLS); clients trust servers signed by it.")(f)
+    f = click.option("--tls-key", type=click.Path(dir_okay=False), help="Private key for --tls-cert.")(f)
+    f = click.option("--tls-cert", type=click.Path(dir_okay=False),
+                     help="Certificate (PEM): the server's, or the client's for mutual TLS.")(f)
+    f = click.option("--token-file", type=click.Path(dir_okay=False),
+                     help="File holding the bearer token (default: env PAIMON_TAIL_TOKEN).")(f)
+    return f
+
+
+def security_from_options(token_file, tls_cert, tls_key, tls_ca):
+    from ..service.security import Security
+
+    return Security.from_options(token_file=token_file, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
+
+
 def run(coro) -> Any:
     """Run a coroutine on uvloop when it is installed; a closed stdout becomes ``OutputClosed``."""
+    import asyncio
+    import gc
+
+    if not gc.isenabled():  # start-up is over (cli.main turned collection off): what exists now stays
+        gc.freeze()
+        gc.enable()
+
     try:
         try:
             import uvloop
@@ -92,4 +116,4 @@ def error_boundary(main: Callable[[], Any], debug: Callable[[], bool]) -> int:
         return EXIT_RUNTIME
 
 
-__all__ = ["CatalogConfig", "catalog_options", "error_boundary", "run"]
+__all__ = ["CatalogConfig", "catalog_options", "error_boundary", "run", "security_from_options", "security_options"]

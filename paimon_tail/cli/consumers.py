@@ -7,9 +7,8 @@ from typing import Optional
 
 import click
 
-from ..catalog import CatalogConfig, open_table
+from ..catalog import CatalogConfig
 from ..errors import PaimonTailError, UsageError
-from ..stream import ConsumerStore
 from .common import catalog_options
 
 
@@ -23,6 +22,9 @@ from .common import catalog_options
 def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str], to_snapshot: Optional[int],
                       delete_id: Optional[str], as_json: bool) -> None:
     """List the consumers of TABLE (Paimon consumer files), or reset / delete one."""
+    from ..catalog import open_table
+    from ..stream import ConsumerStore
+
     if reset_id and to_snapshot is None:
         raise UsageError("--reset needs --to N (the next snapshot the consumer will read)")
     if to_snapshot is not None and not reset_id:

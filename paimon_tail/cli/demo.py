@@ -1,17 +1,12 @@
 """``paimon-tail demo``: a local warehouse with live writers, followed in the terminal."""
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from typing import Optional
 
 import click
-import pyarrow as pa
 
-from ..catalog import open_table
-from ..output import make_renderer
-from ..stream import Follower
 from .common import run
 
 DEFAULT_DIR = "paimon-tail-demo"
@@ -47,6 +42,14 @@ def next_steps(warehouse: str) -> str:
 
 
 async def _show(warehouse: str, duration: Optional[float], interactive: bool) -> None:
+    import asyncio
+
+    import pyarrow as pa
+
+    from ..catalog import open_table
+    from ..output import make_renderer
+    from ..stream import Follower
+
     followers = [Follower(open_table(name, warehouse=warehouse), start="latest-full", row_kind=kind)
                  for name, kind in (("shop.orders", True), ("shop.events", False))]
     if interactive:
@@ -95,6 +98,8 @@ async def _show(warehouse: str, duration: Optional[float], interactive: bool) ->
 @click.option("--no-follow", is_flag=True, help="Only write; follow it yourself from another terminal.")
 def demo_command(warehouse: str, duration: Optional[float], interval: float, no_follow: bool) -> None:
     """Create a local warehouse with live data (orders with updates and deletes, events) and follow it."""
+    import asyncio
+
     from ..demo import DemoWriter
 
     warehouse = os.path.abspath(warehouse)

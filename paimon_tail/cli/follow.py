@@ -6,11 +6,8 @@ from typing import Optional
 
 import click
 
-from ..catalog import CatalogConfig, open_table
+from ..catalog import CatalogConfig
 from ..errors import UsageError
-from ..output import choose_format, make_renderer
-from ..stream import FollowOptions, Follower
-from ..tail import tail
 from .common import catalog_options, run
 
 
@@ -95,6 +92,11 @@ def follow_command(table: str, catalog: CatalogConfig, start: str, until: Option
                    catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int,
                    poll_interval: Optional[float], storage_timeout: Optional[float]) -> None:
     """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f."""
+    from ..catalog import open_table
+    from ..output import choose_format, make_renderer
+    from ..stream import FollowOptions, Follower
+    from ..tail import tail
+
     options = FollowOptions(
         start=start, until=until, exit_at_end=exit_at_end, select=parse_columns(select), where=list(where),
         row_kind=row_kind, meta=meta, consumer_id=consumer_id, shard=parse_shard(shard),

@@ -1,4 +1,4 @@
-"""``lookup --missing``: what keys that are not found do to the output and the exit code.
+"""``lookup --missing``: what keys that are not found do to the output and the exit code, for every lookup path.
 
 ``error`` (the default) is grep's contract: the rows found are printed, one line on stderr says how many keys were
 not found, and the exit code is 1. ``skip`` and ``null`` are for pipelines, where a key without a row is normal:
@@ -8,11 +8,11 @@ the key alone in other formats), so the output stays aligned with the input.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Dict, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Sequence
 
 import click
 
-from ..errors import EXIT_OK, EXIT_RUNTIME
+from ..errors import EXIT_RUNTIME
 
 POLICIES = ("error", "skip", "null")
 _SHOWN = 5  # keys named in the stderr line
@@ -25,17 +25,38 @@ def missing_option(f: Callable) -> Callable:
              "null = print null for it (JSON; the key alone in other formats), exit 0.")(f)
 
 
-def missing_exit_code(result: Any, policy: str) -> int:
-    """The exit code for ``result`` (a LookupResult) under ``policy``; under ``error`` also the stderr line."""
-    if not result.missing or policy != "error":
-        return EXIT_OK
-    keys = result.keys
-    shown = ", ".join(_key_text(keys[pos]) for pos in result.missing[:_SHOWN])
-    more = ", …" if len(result.missing) > _SHOWN else ""
-    sys.stdout.flush()
-    click.echo(f"paimon-tail: {len(result.missing)} of {len(result)} key{'s' if len(result) > 1 else ''} not "
-               f"found: {shown}{more} (--missing skip or null to exit 0)", err=True)
-    return EXIT_RUNTIME
+class MissingKeys:
+    """Counts the keys not found over a whole command (one lookup or many chunks) and, once every row is out,
+    says so and exits as ``--missing`` asks. The one place to change that behaviour."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.count = 0
+        self.total = 0
+        self.shown: List[Dict[str, Any]] = []
+
+    @property
+    def printed(self) -> bool:
+        """A line for each missing key: ``null`` in JSON lines, the key columns alone in other formats."""
+        return self.mode == "null"
+
+    def add(self, looked_up: int, missing: Sequence[int], key: Callable[[int], Dict[str, Any]]) -> None:
+        """``looked_up`` keys answered, ``missing`` their positions not found, ``key(pos)`` the key at one."""
+        self.total += looked_up
+        self.count += len(missing)
+        for pos in missing[:max(0, _SHOWN - len(self.shown))]:
+            self.shown.append(key(pos))
+
+    def finish(self) -> None:
+        if not self.count or self.mode != "error":
+            return
+        more = ", …" if self.count > len(self.shown) else ""
+        sys.stdout.flush()
+        click.echo(f"paimon-tail: {self.count} of {self.total} key{'s' if self.total > 1 else ''} not found: "
+                   f"{', '.join(_key_text(k) for k in self.shown)}{more} (--missing skip or null to exit 0)",
+                   err=True)
+        # SystemExit, not click's Exit: with standalone_mode=False click turns Exit into a return value.
+        raise SystemExit(EXIT_RUNTIME)
 
 
 def _key_text(key: Dict[str, Any]) -> str:
@@ -43,3 +64,6 @@ def _key_text(key: Dict[str, Any]) -> str:
     if len(values) == 1:
         return str(values[0])
     return ",".join(f"{k}={v}" for k, v in key.items())
+
+
+__all__ = ["MissingKeys", "POLICIES", "missing_option"]

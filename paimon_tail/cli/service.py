@@ -1,35 +1,10 @@
-"""``paimon-tail serve``, ``paimon-tail lookup`` and ``paimon-tail service status``: thin over paimon_tail.service."""
+"""``paimon-tail serve`` and ``paimon-tail service status``: thin over paimon_tail.service."""
 from __future__ import annotations
-
-import asyncio
-import signal
-import sys
-import time
 
 import click
 
 from ..errors import UsageError
-
-from ..output import choose_format, make_renderer
-from .common import catalog_options, run
-from .missing import missing_exit_code, missing_option
-
-
-def _security_options(f):
-    f = click.option("--tls-ca", type=click.Path(dir_okay=False), help="CA certificate: the server requires client "
-                     "certificates signed by it (mutual TLS); clients trust servers signed by it.")(f)
-    f = click.option("--tls-key", type=click.Path(dir_okay=False), help="Private key for --tls-cert.")(f)
-    f = click.option("--tls-cert", type=click.Path(dir_okay=False),
-                     help="Certificate (PEM): the server's, or the client's for mutual TLS.")(f)
-    f = click.option("--token-file", type=click.Path(dir_okay=False),
-                     help="File holding the bearer token (default: env PAIMON_TAIL_TOKEN).")(f)
-    return f
-
-
-def _security(token_file, tls_cert, tls_key, tls_ca):
-    from ..service.security import Security
-
-    return Security.from_options(token_file=token_file, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
+from .common import catalog_options, run, security_from_options, security_options
 
 
 # ------------------------------------------------------------------------------------------------------ serve
@@ -55,14 +30,18 @@ def _security(token_file, tls_cert, tls_key, tls_ca):
 @click.option("--master", metavar="URL", help="Spark master for --spark (default: Spark's own, e.g. local[*]).")
 @click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
               help="Spark setting for --spark (repeatable).")
-@_security_options
+@security_options
 def serve(tables, catalog, executors, host, port, local_dir, lease, poll_interval, max_batch_keys, max_message_mb,
           use_spark, master, spark_conf, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
     from ..service.security import is_loopback
     from ..service.server import QueryService, ServeOptions
 
-    security = _security(token_file, tls_cert, tls_key, tls_ca)
+    import asyncio
+    import signal
+    import time
+
+    security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     launcher = None
     if (master or spark_conf) and not use_spark:
         raise UsageError("--master and --spark-conf need --spark")
@@ -79,12 +58,12 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, poll_interva
         security=security, lease_seconds=lease, max_batch_keys=max_batch_keys,
         max_message_bytes=max_message_mb << 20, launcher=launcher, poll_interval=poll_interval,
     )
-
     stopped_by: list = []  # the signal that asked us to stop
 
     def stop_on(sig: int, service) -> None:
         stopped_by.append(sig)
         service.request_stop()
+
 
     async def main() -> None:
         service = QueryService(options)
@@ -130,111 +109,6 @@ def _spark_launcher(tables, master, spark_conf, host, executors):
     return launcher
 
 
-# ------------------------------------------------------------------------------------------------------ lookup
-def _read_lines(source: str):
-    if source == "-":
-        return sys.stdin
-    try:
-        return open(source, encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"cannot read --keys-from {source}: {e.strerror}") from None
-
-
-@click.command("lookup")
-@click.argument("table", metavar="DB.TABLE")
-@click.argument("keys", nargs=-1, metavar="KEY ...")
-@catalog_options
-@click.option("--keys-from", metavar="FILE|-", help="Read keys as JSON lines (objects with the key columns).")
-@click.option("--select", metavar="COL,COL", help="Columns to print (default: all).")
-@click.option("--format", "fmt", default="auto", show_default=True,
-              type=click.Choice(["auto", "jsonl", "table", "csv", "tsv", "arrow"]),
-              help="auto = table on a terminal, JSON lines otherwise.")
-@missing_option
-@click.option("--min-snapshot", type=click.IntRange(1), default=None,
-              help="Wait until the owning executors serve at least this snapshot (bounded by --timeout).")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
-              help="Seconds for the whole lookup, retries included.")
-@_security_options
-def lookup(table, keys, catalog, keys_from, select, fmt, missing, min_snapshot, timeout, token_file, tls_cert,
-           tls_key, tls_ca) -> None:
-    """Look up the latest rows for KEYs: 42, or id=42,dt=2026-11-01 for composite keys.
-
-    A key not found: exit 1 with a count on stderr (--missing error), or exit 0 (--missing skip|null)."""
-    from ..service.client import LookupClient
-
-    if not keys and not keys_from:
-        raise UsageError("no keys given", hint="pass KEY arguments or --keys-from FILE|-")
-    columns = [c.strip() for c in select.split(",") if c.strip()] if select else None
-    client = LookupClient(table, catalog, security=_security(token_file, tls_cert, tls_key, tls_ca), timeout=timeout)
-    parsed = [client.parser.from_text(k) for k in keys]
-    if keys_from:
-        stream = _read_lines(keys_from)
-        try:
-            parsed += list(client.parser.from_json_lines(stream, "stdin" if keys_from == "-" else keys_from))
-        finally:
-            if stream is not sys.stdin:
-                stream.close()
-    if not parsed:
-        return
-
-    async def main():
-        try:
-            return await client.lookup(parsed, select=columns, min_snapshot=min_snapshot, parsed=True)
-        finally:
-            await client.close()
-
-    result = run(main())
-    _render(result, fmt, missing, client.parser.names)
-    code = missing_exit_code(result, missing)
-    if code:
-        # SystemExit, not click's Exit: with standalone_mode=False click turns Exit into a return value.
-        raise SystemExit(code)
-
-
-def _render(result, fmt: str, missing: str, key_names) -> None:
-    import pyarrow as pa
-
-    rows = result.rows
-    fmt = choose_format(fmt, sys.stdout)
-    if missing == "null" and result.missing:
-        aligned = result.aligned()
-        if fmt == "jsonl":
-            from ..output.values import dumps, plain_rows
-
-            out = []
-            plain = iter(plain_rows(rows.combine_chunks().to_batches()[0])) if rows.num_rows else iter(())
-            for row in aligned:
-                out.append("null" if row is None else dumps(next(plain)))
-            sys.stdout.write("\n".join(out) + "\n")
-            sys.stdout.flush()
-            return
-        filled = []
-        for key, row in zip(result.keys, aligned):
-            if row is None:
-                row = {name: (key.get(name) if name in key else None) for name in rows.schema.names}
-            filled.append(row)
-        rows = pa.Table.from_pylist(filled, schema=rows.schema)
-    if fmt == "table":
-        from rich.console import Console
-        from rich.table import Table
-
-        from ..output.values import text
-
-        t = Table(show_edge=False, header_style="bold")
-        for name in rows.schema.names:
-            t.add_column(name)
-        for row in rows.to_pylist():
-            t.add_row(*[text(v) for v in row.values()])
-        Console().print(t)
-        return
-    renderer = make_renderer(fmt)
-    for batch in rows.to_batches():
-        renderer.write(batch)
-    if fmt == "arrow" and rows.num_rows == 0 and hasattr(renderer, "begin"):
-        renderer.begin(rows.schema)
-    renderer.close()
-
-
 # ------------------------------------------------------------------------------------------------------ status
 @click.group("service")
 def service() -> None:
@@ -247,14 +121,19 @@ def service() -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="Print the status as one JSON object (piped, the default is a JSON line per executor).")
 @click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True)
-@_security_options
+@security_options
 def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s.
 
     A table on a terminal; piped, a JSON line per executor (like follow and consumers)."""
+    import sys
+
     from ..service.client import LookupClient
 
-    client = LookupClient(table, catalog, security=_security(token_file, tls_cert, tls_key, tls_ca), timeout=timeout)
+    from ..catalog import open_table
+
+    client = LookupClient(open_table(table, catalog), security=security_from_options(token_file, tls_cert, tls_key,
+                                                                                    tls_ca), timeout=timeout)
 
     async def main():
         try:
@@ -292,7 +171,8 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
             click.echo(json.dumps(data))
             return
         for e in data["executor"]:  # flat records for jq; the bucket list stays in --json
-            row = {"table": table, "address_server": st.address, "latest_snapshot": latest_id}
+            row = {"table": table, "address_server": st.address, "latest_snapshot": latest_id,
+                   "storage_error": data["storage_error"]}
             row.update((k, v) for k, v in e.items() if k != "bucket_list")
             click.echo(json.dumps(row))
         return
@@ -318,4 +198,4 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
     console.print(t)
 
 
-__all__ = ["serve", "lookup", "service"]
+__all__ = ["serve", "service"]

@@ -12,18 +12,12 @@ by Paimon Java 0.9; ``tests/s3/`` against a real S3 server for the storage ones)
 
 from __future__ import annotations
 
+import importlib
 import threading
 from typing import List
 
-from . import known_size_reads, orc_char_padding, prefetched_reads, s3_client, value_stats_cols
-
-_SHIMS = (
-    value_stats_cols,
-    orc_char_padding,
-    s3_client,
-    known_size_reads,
-    prefetched_reads,
-)
+# imported by install(): each patches pypaimon's read path, which a command that never reads files must not load
+_SHIMS = ("value_stats_cols", "orc_char_padding", "s3_client", "known_size_reads", "prefetched_reads")
 
 _lock = threading.Lock()
 _installed: List[str] = []
@@ -33,7 +27,8 @@ def install() -> List[str]:
     """Install every shim (once). Returns the names of the installed shims."""
     with _lock:
         if not _installed:
-            for shim in _SHIMS:
+            for name in _SHIMS:
+                shim = importlib.import_module(f".{name}", __name__)
                 shim.install()
                 _installed.append(shim.NAME)
         return list(_installed)
@@ -47,8 +42,8 @@ def installed() -> List[str]:
 def uninstall() -> None:
     """Restore the original pypaimon functions (used by tests to prove a shim matters)."""
     with _lock:
-        for shim in reversed(_SHIMS):
-            shim.uninstall()
+        for name in reversed(_SHIMS):
+            importlib.import_module(f".{name}", __name__).uninstall()
         _installed.clear()
 
 

@@ -13,9 +13,8 @@ from typing import BinaryIO, Optional
 import pyarrow as pa
 
 from ..errors import UsageError
+from .formats import FORMATS, choose_format
 from .values import dumps, plain_rows, polars_can_write, to_polars
-
-FORMATS = ("auto", "jsonl", "table", "csv", "tsv", "arrow")
 
 
 class _Unflushed:
@@ -131,15 +130,6 @@ class ArrowStreamRenderer(Renderer):
             self._writer.close()
             self._writer = None
         self.flush()
-
-
-def choose_format(fmt: str, stream) -> str:
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
-    if fmt != "auto":
-        return fmt
-    isatty = getattr(stream, "isatty", None)
-    return "table" if isatty is not None and isatty() else "jsonl"
 
 
 def make_renderer(fmt: str, stream: Optional[BinaryIO] = None, **table_options) -> Renderer:

@@ -24,6 +24,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from .plain import text  # noqa: F401  (the live table's cell text lives with the plain-Python text)
+
 _NEEDS_FIXING = (pa.types.is_decimal, pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary,
                  pa.types.is_timestamp, pa.types.is_floating)
 
@@ -128,12 +130,3 @@ def plain_rows(batch: pa.RecordBatch) -> list[dict]:
 
 def dumps(value: Any) -> str:
     return json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":"))
-
-
-def text(value: Any) -> str:
-    """A value as a person reads it in a table cell."""
-    if value is None:
-        return ""
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return str(value)

@@ -23,6 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .wire import indices
+
 _C1 = np.uint32(0xCC9E2D51)
 _C2 = np.uint32(0x1B873593)
 _SEED = 42
@@ -33,14 +35,25 @@ class Unsupported(Exception):
 
 
 def _precision(data_type) -> Tuple[int, int]:
-    from pypaimon.table.row.generic_row import _parse_type_precision_scale
+    from .binary_row import precision_scale
 
-    return _parse_type_precision_scale(data_type)
+    return precision_scale(str(data_type))
 
 
 def _type_name(field) -> str:
     t = field.type
     return str(getattr(t, "type", t)).upper()
+
+
+def _numpy(array: pa.Array) -> np.ndarray:
+    """A null-free integer/float column as numpy, straight from its buffer: pyarrow's ``to_numpy`` imports pandas
+    (0.3 s) the first time it runs, which a lookup never needs."""
+    t = array.type
+    if array.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
+        dtype = np.dtype(f"<{kind}{t.bit_width // 8}")
+        return np.frombuffer(array.buffers()[1], dtype=dtype)[array.offset:array.offset + len(array)]
+    return array.to_numpy(zero_copy_only=False)
 
 
 def _round8(n: np.ndarray) -> np.ndarray:
@@ -66,24 +79,24 @@ class _Column:
                 or pa.types.is_large_binary(t)):
             self._init_bytes(array)
         elif name in ("BOOLEAN", "BOOL") and pa.types.is_boolean(t):
-            self.slot = np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.uint64)
+            self.slot = np.asarray(_numpy(array), dtype=np.uint64)
         elif name in ("TINYINT", "BYTE", "SMALLINT", "SHORT", "INT", "INTEGER", "BIGINT", "LONG") and \
                 pa.types.is_integer(t):
             width = {"TINYINT": 8, "BYTE": 8, "SMALLINT": 16, "SHORT": 16, "INT": 32, "INTEGER": 32}.get(name, 64)
-            v = np.asarray(array.to_numpy(zero_copy_only=False)).astype(np.int64, copy=False).view(np.uint64)
+            v = np.asarray(_numpy(array)).astype(np.int64, copy=False).view(np.uint64)
             self.slot = v if width == 64 else v & np.uint64((1 << width) - 1)
         elif name in ("FLOAT", "REAL") and pa.types.is_floating(t):
-            v = np.asarray(array.to_numpy(zero_copy_only=False)).astype(np.float32)
+            v = np.asarray(_numpy(array)).astype(np.float32)
             if np.isnan(v).any():
                 raise Unsupported("NaN")  # struct.pack canonicalises NaN payloads
             self.slot = v.view(np.uint32).astype(np.uint64)
         elif name == "DOUBLE" and pa.types.is_floating(t):
-            v = np.asarray(array.to_numpy(zero_copy_only=False)).astype(np.float64)
+            v = np.asarray(_numpy(array)).astype(np.float64)
             if np.isnan(v).any():
                 raise Unsupported("NaN")
             self.slot = v.view(np.uint64)
         elif name == "DATE" and pa.types.is_date32(t):
-            v = np.asarray(array.cast(pa.int32()).to_numpy(zero_copy_only=False)).astype(np.int64)
+            v = np.asarray(_numpy(array.cast(pa.int32()))).astype(np.int64)
             self.slot = v.view(np.uint64) & np.uint64(0xFFFFFFFF)
         elif name.startswith(("DECIMAL", "NUMERIC")) and pa.types.is_decimal(t):
             precision, scale = _precision(field.type)
@@ -93,7 +106,7 @@ class _Column:
             self.slot = raw[0::2].astype(np.int64).view(np.uint64)
         elif name.startswith("TIMESTAMP") and pa.types.is_timestamp(t):
             precision, _ = _precision(field.type)
-            v = np.asarray(array.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+            v = np.asarray(_numpy(array.cast(pa.int64())), dtype=np.int64)
             unit = t.unit
             if unit == "s":
                 micros = v * 1_000_000
@@ -235,7 +248,7 @@ def _grouped(columns, fields) -> np.ndarray:
     for a, f in zip(columns, fields):
         name = _type_name(f)
         if name.startswith(("CHAR", "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES")):
-            lens = np.asarray(pc.binary_length(a).to_numpy(zero_copy_only=False), dtype=np.int64)
+            lens = np.asarray(_numpy(pc.binary_length(a)), dtype=np.int64)
             cols_var.append(np.where(lens > 7, _round8(lens), 0))
     if len(cols_var) <= 1:
         return _vector_hashes(columns, fields)
@@ -247,7 +260,7 @@ def _grouped(columns, fields) -> np.ndarray:
     out = np.empty(len(inverse), dtype=np.uint32)
     for g in range(len(uniq)):
         idx = np.nonzero(inverse == g)[0]
-        sel = pa.array(idx)
+        sel = indices(idx)
         out[idx] = _vector_hashes([c.take(sel) for c in columns], fields)
     return out
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import json
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Sequence
-
-import pyarrow as pa
+from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Mapping, Sequence
 
 from ..errors import UsageError
 
@@ -29,22 +28,31 @@ _INT_RANGES = {
 }
 
 
+_NON_BLANK_LINE = re.compile(rb"(?m)^[ \t\r]*[^ \t\r\n]")
+
+
 def _base(type_name: str) -> str:
     return re.split(r"[\s(]", type_name.strip().upper(), maxsplit=1)[0]
 
 
 class KeyParser:
+    """Keys of one table (a pypaimon table or a ``TableMeta``); pure Python until Arrow is asked for."""
+
     def __init__(self, table) -> None:
+        from ..compat.table_meta import table_meta
+
+        self.meta = table_meta(table)
+        self.names: List[str] = list(self.meta.primary_keys)
+        self.types = {k: re.sub(r"\s+NOT\s+NULL\s*$", "", self.meta.type_name(k), flags=re.I) for k in self.names}
+
+    @functools.cached_property
+    def arrow_schema(self):
+        """The key columns as Arrow types (imports pyarrow)."""
+        import pyarrow as pa
         from pypaimon.schema.data_types import PyarrowFieldParser
 
-        schema = table.table_schema
-        self.names: List[str] = list(schema.primary_keys)
-        by_name = {f.name: f for f in schema.fields}
-        self.fields = [by_name[k] for k in self.names]
-        self.types = {f.name: str(f.type.type if hasattr(f.type, "type") else f.type) for f in self.fields}
-        self.arrow_schema = pa.schema([
-            pa.field(f.name, PyarrowFieldParser.from_paimon_type(f.type), nullable=False) for f in self.fields
-        ])
+        return pa.schema([pa.field(f.name, PyarrowFieldParser.from_paimon_type(f.type), nullable=False)
+                          for f in self.meta.data_fields(self.names)])
 
     # -- one value ----------------------------------------------------------------------------------------
     def convert(self, name: str, value: Any, source: str) -> Any:
@@ -171,8 +179,9 @@ class KeyParser:
             obj[name] = value
         return self.from_mapping(obj, repr(text))
 
-    def from_json_lines(self, lines: Iterable[str], source: str = "stdin") -> Iterator[Dict[str, Any]]:
-        for n, line in enumerate(lines, 1):
+    def from_json_lines(self, lines: Iterable[str], source: str = "stdin", first_line: int = 1
+                        ) -> Iterator[Dict[str, Any]]:
+        for n, line in enumerate(lines, first_line):
             line = line.strip()
             if not line:
                 continue
@@ -200,6 +209,92 @@ class KeyParser:
             raise UsageError(f"key {source} is a single value but the primary key has {len(self.names)} columns")
         return {self.names[0]: self.convert(self.names[0], key, source)}
 
-    def to_arrow(self, keys: Sequence[Dict[str, Any]]) -> pa.Table:
+    # -- many keys at once ---------------------------------------------------------------------------------
+    def json_batches(self, stream: BinaryIO, source: str = "stdin", chunk_bytes: int = 4 << 20) -> Iterator[Any]:
+        """Arrow tables of keys from JSON lines, ``chunk_bytes`` of input at a time (the CLI's ``--keys-from``).
+
+        Each chunk is parsed by pyarrow's JSON reader against the key columns' types when they are integers or
+        strings; a chunk that reader refuses or reads differently from ``from_json_lines`` (nulls, numbers as
+        strings, scalars instead of objects, blank-only lines, several objects on a line, other key types) is
+        parsed line by line with ``from_json_lines``: the same keys, or its one-line error naming the line.
+        """
+        first_line = 1
+        rest = b""
+        while True:
+            block = stream.read(chunk_bytes)
+            data = rest + block
+            if not block:
+                rest = b""
+            else:
+                cut = data.rfind(b"\n") + 1
+                data, rest = data[:cut], data[cut:]
+            if data:
+                yield self._json_chunk(data, source, first_line)
+                first_line += data.count(b"\n")
+            if not block:
+                return
+
+    def _json_chunk(self, data: bytes, source: str, first_line: int):
+        table = self._fast_json(data) if self._fast_json_ok else None
+        if table is not None:
+            return table
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = first_line + data.count(b"\n", 0, e.start)
+            raise UsageError(f"{source} line {line} is not UTF-8 text") from None
+        keys = list(self.from_json_lines(text.split("\n"), source, first_line))  # not splitlines: JSON allows U+2028
+        return self.to_arrow(keys) if keys else self.arrow_schema.empty_table()
+
+    @functools.cached_property
+    def _fast_json_ok(self) -> bool:
+        return all(_base(self.types[k]) in _INT_RANGES or _base(self.types[k]) in ("STRING", "VARCHAR", "CHAR")
+                   for k in self.names)
+
+    def _fast_json(self, data: bytes):
+        """The chunk through pyarrow's JSON reader, or None when ``from_json_lines`` must decide."""
+        import pyarrow as pa
+        import pyarrow.json as pj
+
+        schema = pa.schema([pa.field(f.name, f.type) for f in self.arrow_schema])  # nullable: nulls are checked
+        try:
+            table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=len(data) + 1),
+                                 parse_options=pj.ParseOptions(explicit_schema=schema,
+                                                               unexpected_field_behavior="ignore"))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        if table.num_rows != lines and table.num_rows != len(_NON_BLANK_LINE.findall(data)):
+            return None  # two objects on one line (the line-by-line parser refuses that)
+        if any(table.column(k).null_count for k in self.names):
+            return None
+        return table.select(self.names).cast(self.arrow_schema)
+
+    def arrow_batches(self, stream: BinaryIO, source: str = "stdin", min_rows: int = 65536) -> Iterator[Any]:
+        """Arrow tables of keys (any columns; the client takes the key columns) from Arrow IPC streams, one after
+        another until EOF (``follow -f arrow`` starts a new stream when the schema changes)."""
+        import pyarrow as pa
+
+        first = True
+        while first or stream.peek(1):
+            try:
+                reader = pa.ipc.open_stream(stream)
+            except pa.ArrowInvalid as e:
+                raise UsageError(f"{source} is not an Arrow IPC stream: {e}") from None
+            first = False
+            pending: List[Any] = []
+            rows = 0
+            for batch in reader:
+                pending.append(batch)
+                rows += batch.num_rows
+                if rows >= min_rows:
+                    yield pa.Table.from_batches(pending)
+                    pending, rows = [], 0
+            if pending:
+                yield pa.Table.from_batches(pending)
+
+    def to_arrow(self, keys: Sequence[Dict[str, Any]]):
+        import pyarrow as pa
+
         return pa.table({k: pa.array([key[k] for key in keys], type=self.arrow_schema.field(k).type)
                          for k in self.names})

@@ -23,6 +23,7 @@ from typing import List, Optional
 from ..atomic_file import write_text_atomic
 
 SERVICE_ID = "paimon-tail-lookup"
+SERVICE_FILE = f"service/service-{SERVICE_ID}"  # relative to the table's directory
 JAVA_SERVICE_ID = "primary-key-lookup"  # Java's PRIMARY_KEY_LOOKUP: never written by us
 FORMAT = "paimon-tail-lookup/1"
 
@@ -98,6 +99,13 @@ def read(table) -> Optional[Registration]:
             return None
         text = table.file_io.read_file_utf8(path)
     except FileNotFoundError:
+        return None
+    return parse(text)
+
+
+def parse(text: Optional[str]) -> Optional[Registration]:
+    """A registration from the file's text; None for no file or one that is not ours (or torn)."""
+    if text is None:
         return None
     try:
         return Registration.from_json(text)

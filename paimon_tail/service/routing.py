@@ -1,7 +1,8 @@
 """Where a key lives: Paimon's bucket hash and Paimon's executor assignment, bit for bit.
 
-* bucket: pypaimon's ``FixedBucketRowKeyExtractor`` (murmur3 over the bucket-key ``BinaryRow``, Java's
-  ``Math.abs(hash % n)``), the function writers use, so a key is looked up where it was written.
+* bucket: what pypaimon's ``FixedBucketRowKeyExtractor`` computes (murmur3 over the bucket-key ``BinaryRow``,
+  Java's ``Math.abs(hash % n)``), the function writers use, so a key is looked up where it was written: one key in
+  ``binary_row.py``, many in ``bucket_hash.py``, pypaimon itself for the types neither lays out.
 * executor: Paimon's ``ChannelComputer.select(partition, bucket, n)`` =
   ``(Math.abs(partition.hashCode()) % n + bucket) % n`` with Java ``int`` arithmetic, where
   ``BinaryRow.hashCode()`` is ``MurmurHashUtils.hashBytesByWords`` over the row's bytes (seed 42).
@@ -10,42 +11,26 @@ Both the client and the executors use this module, so they always agree.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from ..compat.table_meta import TableMeta, table_meta
 from ..errors import UsageError
-
-
-def _to_int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - 0x100000000 if value >= 0x80000000 else value
-
-
-def _java_rem(a: int, b: int) -> int:
-    """Java's ``a % b`` for ints (the sign follows the dividend)."""
-    r = abs(a) % abs(b)
-    return -r if a < 0 else r
-
-
-def java_abs(value: int) -> int:
-    """``Math.abs(int)``: abs(Integer.MIN_VALUE) stays Integer.MIN_VALUE."""
-    value = _to_int32(value)
-    return value if value == -0x80000000 else abs(value)
-
-
-def channel(partition_hash: int, bucket: int, num_channels: int) -> int:
-    """``ChannelComputer.select(partition, bucket, numChannels)``."""
-    start = _java_rem(java_abs(partition_hash), num_channels)
-    return _java_rem(_to_int32(start + bucket), num_channels)
+from . import binary_row
+from .binary_row import channel, java_abs  # noqa: F401  (re-exported: the executor assignment lives here)
 
 
 def binary_row_hash(values: Sequence[Any], fields: Sequence) -> int:
     """``BinaryRow.hashCode()`` (signed int) of a row of ``values`` typed by pypaimon ``fields``."""
-    from pypaimon.write.row_key_extractor import RowKeyExtractor
+    try:
+        return binary_row.row_hash(values, [str(f.type) for f in fields])
+    except binary_row.Unsupported:
+        from pypaimon.write.row_key_extractor import RowKeyExtractor
 
-    return _to_int32(RowKeyExtractor._binary_row_hash_code(tuple(values), list(fields)))
+        return binary_row.to_int32(RowKeyExtractor._binary_row_hash_code(tuple(values), list(fields)))
 
 
 @dataclass
@@ -57,42 +42,38 @@ class TableRouting:
     partition_keys: List[str]
     bucket_keys: List[str]
     num_buckets: int
-    _extractor: Any = None
-    _partition_fields: Any = None
-    _partition_hash_cache: Dict[Tuple, int] = None
+    meta: TableMeta = field(repr=False, default=None)
+    _partition_hash_cache: Dict[Tuple, int] = field(repr=False, default_factory=dict)
 
     @classmethod
     def of(cls, table) -> "TableRouting":
-        check_supported(table)
-        from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor
+        meta = table_meta(table)
+        check_supported(meta)
+        return cls(identifier=meta.name, primary_keys=list(meta.primary_keys),
+                   partition_keys=list(meta.partition_keys), bucket_keys=meta.bucket_keys,
+                   num_buckets=meta.num_buckets, meta=meta)
 
-        schema = table.table_schema
-        routing = cls(
-            identifier=str(table.identifier) if not hasattr(table.identifier, "get_full_name")
-            else table.identifier.get_full_name(),
-            primary_keys=list(schema.primary_keys),
-            partition_keys=list(schema.partition_keys),
-            bucket_keys=list(schema.bucket_keys),
-            num_buckets=int(table.options.bucket()),
-        )
-        routing._extractor = FixedBucketRowKeyExtractor(schema)
-        by_name = {f.name: f for f in schema.fields}
-        routing._partition_fields = [by_name[k] for k in schema.partition_keys]
-        routing._partition_hash_cache = {}
-        return routing
+    @functools.cached_property
+    def _bucket_key_fields(self) -> list:
+        return self.meta.data_fields(self.bucket_keys)
+
+    @functools.cached_property
+    def _partition_fields(self) -> list:
+        return self.meta.data_fields(self.partition_keys)
 
     def bucket(self, key: Dict[str, Any]) -> int:
-        return self._extractor._extract_bucket_row(key)
+        return binary_row.bucket(binary_row_hash([key[k] for k in self.bucket_keys], self._bucket_key_fields),
+                                 self.num_buckets)
 
     def buckets_of(self, keys) -> np.ndarray:
-        """Bucket of every row of an Arrow table of keys (vectorised; pypaimon per row for a few keys)."""
+        """Bucket of every row of an Arrow table of keys (vectorised; one key at a time for a few keys)."""
         from .bucket_hash import binary_row_hashes, buckets_of
 
         n = keys.num_rows
         if n < 8:
             rows = keys.select(self.bucket_keys).to_pylist()
-            return np.asarray([self._extractor._extract_bucket_row(r) for r in rows], dtype=np.int32)
-        hashes = binary_row_hashes([keys.column(k) for k in self.bucket_keys], self._extractor._bucket_key_fields)
+            return np.asarray([self.bucket(r) for r in rows], dtype=np.int32)
+        hashes = binary_row_hashes([keys.column(k) for k in self.bucket_keys], self._bucket_key_fields)
         return buckets_of(hashes, self.num_buckets)
 
     def partition_hashes_of(self, keys) -> np.ndarray:
@@ -111,7 +92,7 @@ class TableRouting:
             col = keys.column(k)
             enc = (col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col).dictionary_encode()
             dicts.append(enc.dictionary.to_pylist())
-            codes.append(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
+            codes.append(np.asarray(enc.indices.to_numpy(), dtype=np.int64))
         uniq, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
         hashes = np.asarray([self.partition_hash(tuple(dicts[j][int(u[j])] for j in range(len(dicts))))
                              for u in uniq], dtype=np.int64)
@@ -139,10 +120,10 @@ class TableRouting:
 
 def table_kind(table) -> str:
     """A short description of what kind of table this is, for error messages."""
-    schema = table.table_schema
-    if not schema.primary_keys:
+    meta = table_meta(table)
+    if not meta.primary_keys:
         return "an append-only table (no primary key)"
-    bucket = int(table.options.bucket())
+    bucket = meta.num_buckets
     if bucket == -1:
         return "a dynamic-bucket primary-key table (bucket = -1)"
     if bucket == -2:
@@ -152,12 +133,12 @@ def table_kind(table) -> str:
 
 def check_supported(table) -> None:
     """Only primary-key tables with fixed buckets can be served (keys must map to a bucket without an index)."""
-    schema = table.table_schema
-    name = getattr(table.identifier, "get_full_name", lambda: str(table.identifier))()
-    if not schema.primary_keys or int(table.options.bucket()) < 1:
+    meta = table_meta(table)
+    name = meta.name
+    if not meta.primary_keys or meta.num_buckets < 1:
         raise UsageError(
-            f"table {name} is {table_kind(table)}: the query service serves primary-key tables with fixed "
+            f"table {name} is {table_kind(meta)}: the query service serves primary-key tables with fixed "
             "buckets ('bucket' = N > 0)"
         )
-    if str(schema.options.get("bucket-function.type", "default")).lower() != "default":
+    if str(meta.options.get("bucket-function.type", "default")).lower() != "default":
         raise UsageError(f"table {name} uses a custom bucket-function.type: not supported by the query service")

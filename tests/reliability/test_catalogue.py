@@ -72,6 +72,7 @@ def env(tmp_path_factory):
     (d / "list.yaml").write_text("- a\n")
     (d / "bad.jsonl").write_text("{not json\n")
     (d / "typo.yaml").write_text(f"warehous: {wh.path}\n")
+    (d / "latin1.jsonl").write_bytes(b'{"k": 1}\n{"k": "\xe9"}\n')
     return {"$WH": wh.path, "$D": str(d)}
 
 

@@ -11,6 +11,7 @@ import pytest
 from pypaimon.schema.data_types import AtomicType, DataField, PyarrowFieldParser
 from pypaimon.write.row_key_extractor import RowKeyExtractor, _bucket_from_hash
 
+from paimon_tail.service.binary_row import Unsupported, bucket, row_hash
 from paimon_tail.service.bucket_hash import binary_row_hashes, buckets_of, channels_of
 from paimon_tail.service.routing import channel
 
@@ -95,6 +96,26 @@ def test_hash_equals_pypaimon(types):
     for n in (1, 3, 4, 7, 128):
         b = buckets_of(got.astype(np.int32), n)
         assert b.tolist() == [_bucket_from_hash(int(h) & 0xFFFFFFFF, n) for h in want]
+
+
+@pytest.mark.parametrize("types", TYPES[:-1], ids=lambda t: "+".join(t))
+def test_scalar_hash_equals_pypaimon(types):
+    """binary_row.row_hash (one key, plain Python: the single-key lookup's path) is pypaimon's hash too."""
+    rnd = random.Random(hash(tuple(types)) & 0xFFFF)
+    fields = _fields(types)
+    rows = list(zip(*[_values(t, rnd, 400) for t in types]))
+    want = _expected(rows, fields)
+    assert [row_hash(r, types) for r in rows] == want.tolist()
+    for n in (1, 3, 4, 7, 128):
+        assert [bucket(row_hash(r, types), n) for r in rows] == [_bucket_from_hash(int(h) & 0xFFFFFFFF, n)
+                                                                  for h in want]
+
+
+def test_scalar_hash_refuses_what_it_does_not_lay_out():
+    for types, row in ((["DECIMAL(30, 2)"], (Decimal("1.5"),)), (["BIGINT"], (None,)),
+                       (["TIMESTAMP(6) WITH LOCAL TIME ZONE"], (dt.datetime(2026, 1, 1),)), (["TIME"], (dt.time(1),))):
+        with pytest.raises(Unsupported):
+            row_hash(row, types)
 
 
 def test_sliced_and_chunked_arrays():

@@ -167,3 +167,111 @@ def test_partial_update_table_re_merges(warehouse, served):
         r = c.lookup_sync(list(range(310)), min_snapshot=sid)
         assert {row["k"]: row for row in r.rows.to_pylist()} == {k[0]: v for k, v in oracle.items()}
         assert c.get_sync(6)["v"] == "b6" and c.get_sync(4)["v"] == "a4"
+
+
+def test_cli_single_key_lookup_loads_no_pyarrow(warehouse, served):
+    """`lookup DB.T KEY` answers without pyarrow, numpy or pypaimon (service/quick.py), the same bytes as the
+    full client; and a command line the quick path cannot take still answers, through LookupClient."""
+    from tests.test_startup import loaded_modules
+
+    wh = ["--warehouse", warehouse.path]
+    code, stdout, modules = loaded_modules("lookup", "db.orders", "id=7,dt=2026-11-02", "id=3,dt=2026-11-01",
+                                           "--missing", "null", *wh)
+    assert code == 1 and stdout.splitlines()[1] == "null"
+    heavy = sorted(m for m in modules if m.split(".")[0] in ("pyarrow", "numpy", "pypaimon", "pandas", "polars"))
+    assert not heavy, heavy
+    full = run_cli("lookup", "db.orders", "id=7,dt=2026-11-02", "id=3,dt=2026-11-01", "--missing", "null",
+                   "--min-snapshot", "1", *wh)  # --min-snapshot: the full client
+    assert full.returncode == 1 and full.stdout == stdout
+    code, csv_out, modules = loaded_modules("lookup", "db.orders", "id=7,dt=2026-11-02", "-f", "csv", *wh)
+    assert code == 0 and "pyarrow" in modules and csv_out.splitlines()[1].startswith("7,2026-11-02,v2-7")
+
+
+def test_cli_keys_from_jsonl_and_arrow(warehouse, served):
+    """--keys-from: JSON lines (objects, scalars mixed in, blank lines), Arrow IPC streams, composite keys, missing
+    keys; the output equals the keys given one by one; a malformed line is one error naming it."""
+    import io
+
+    import pyarrow as pa
+
+    wh = ["--warehouse", warehouse.path]
+    keys = [{"id": i, "dt": f"2026-11-0{1 + i % 3}"} for i in (5, 3, 2999, 4000, 14)]  # 3, 14 deleted; 4000 absent
+    args = [f"id={k['id']},dt={k['dt']}" for k in keys]
+    one_by_one = run_cli("lookup", "db.orders", *args, "--missing", "null", "-f", "jsonl", "--min-snapshot", "1", *wh)
+    assert one_by_one.returncode == 1 and one_by_one.stdout.count("null") == 3
+    lines = "\n".join(json.dumps(dict(k, note="extra fields are ignored")) for k in keys) + "\n\n"
+    r = run_cli("lookup", "db.orders", "--keys-from", "-", "--missing", "null", *wh, input=lines)
+    assert (r.returncode, r.stdout) == (1, one_by_one.stdout), r.stderr
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, pa.schema([("dt", pa.string()), ("id", pa.int64())])) as w:
+        w.write_table(pa.Table.from_pylist(keys, schema=pa.schema([("dt", pa.string()), ("id", pa.int64())])))
+    r = subprocess_run_bytes(["lookup", "db.orders", "--keys-from", "-", "--missing", "null", *wh], sink.getvalue())
+    assert (r.returncode, r.stdout.decode()) == (1, one_by_one.stdout), r.stderr
+    r = subprocess_run_bytes(["lookup", "db.orders", "--keys-from", "-", "-f", "arrow", *wh], sink.getvalue())
+    table = pa.ipc.open_stream(r.stdout).read_all()
+    assert table.column("id").to_pylist() == [5, 2999]
+    # one-column keys as bare JSON scalars, numbers as strings, both in one input
+    r = run_cli("lookup", "db.plain", "--keys-from", "-", "--select", "k", *wh, input='7\n{"k": "8"}\n"9"\n')
+    assert (r.returncode, r.stdout) == (0, '{"k":7}\n{"k":8}\n{"k":9}\n'), r.stderr
+    for bad, message in (('{"k": 1}\n{"k": 2\n', "stdin line 2 is not JSON"),
+                         ('{"k": 1}\n{"k": 1} {"k": 2}\n', "stdin line 2 is not JSON"),
+                         ('{"k": 1}\n{"k": null}\n', "key at stdin line 2: column k is null"),
+                         ('{"k": 1}\n\n{"x": 1}\n', "key at stdin line 3 lacks column k"),
+                         ('{"k": "x"}\n', "key at stdin line 1: 'x' does not fit column k (int)"),
+                         ('[1, 2]\n', "stdin line 1: expected a JSON object")):
+        r = run_cli("lookup", "db.plain", "--keys-from", "-", *wh, input=bad)
+        assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, (bad, r.stderr)
+
+
+def subprocess_run_bytes(args, data: bytes):
+    import os
+    import subprocess
+
+    from .conftest import cli_cmd
+
+    env = dict(os.environ)
+    env.pop("PAIMON_TAIL_TOKEN", None)
+    return subprocess.run(cli_cmd(*args), input=data, capture_output=True, env=env, timeout=60)
+
+
+def test_lookup_batches_keeps_order_and_raises_in_place(warehouse, served):
+    """Several key tables in flight: results come back in input order; a source error after two tables arrives
+    after their results; JSON chunks parsed 64 bytes at a time name the right line."""
+    import asyncio
+    import io
+
+    import pyarrow as pa
+
+    from paimon_tail.catalog import catalog_config
+
+    client = LookupClient("db.plain", catalog_config(warehouse.path), timeout=20)
+    tables = [pa.table({"k": pa.array(range(s, s + 37), pa.int32())}) for s in range(0, 370, 37)]
+
+    def source():
+        yield from tables[:2]
+        raise UsageError("bad keys at the third table")
+
+    async def collect(batches):
+        got = []
+        try:
+            async for r in client.lookup_batches(batches, in_flight=3):
+                got.append(r)
+        except UsageError as e:
+            got.append(e)
+        return got
+
+    try:
+        results = asyncio.run(collect(iter(tables)))
+        assert [r.key_table.column("k").to_pylist() for r in results] == [t.column("k").to_pylist() for t in tables]
+        assert [row["k"] for r in results for row in r.rows.to_pylist()] == [k for k in range(370) if k % 5]
+        results = asyncio.run(collect(source()))
+        assert len(results) == 3 and isinstance(results[2], UsageError)
+    finally:
+        client.close_sync()
+    lines = "".join(f'{{"k": {k}}}\n' for k in range(40)) + '{"k": 40\n'
+    chunks = client.parser.json_batches(io.BytesIO(lines.encode()), "keys.jsonl", chunk_bytes=64)
+    with pytest.raises(UsageError, match="keys.jsonl line 41 is not JSON"):
+        for chunk in chunks:
+            pass
+    keys = pa.concat_tables(list(client.parser.json_batches(io.BytesIO(lines[:-10].encode()), chunk_bytes=64)))
+    assert keys.column("k").to_pylist() == list(range(40))

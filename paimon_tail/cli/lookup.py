@@ -12,7 +12,7 @@ from typing import Any, BinaryIO, List
 
 import click
 
-from ..errors import EXIT_RUNTIME, UsageError
+from ..errors import UsageError
 from .common import catalog_options, run, security_from_options, security_options
 from .missing import MissingKeys, missing_option
 

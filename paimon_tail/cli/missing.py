@@ -8,7 +8,7 @@ the key alone in other formats), so the output stays aligned with the input.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Dict, Iterable, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 import click
 

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from .catalog import CatalogConfig, catalog_config, open_table
 from .errors import PaimonTailError
-from .stream import FollowBatch, Follower, FollowOptions, follow
+from .stream import FollowBatch, Follower, FollowOptions, MultiFollower, follow, follow_many
 
 __version__ = "0.1.0"
 
@@ -31,6 +31,6 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "CatalogConfig", "FollowBatch", "Follower", "FollowOptions", "LookupClient", "PaimonTailError",
-    "catalog_config", "follow", "follow_sync", "open_table",
+    "CatalogConfig", "FollowBatch", "Follower", "FollowOptions", "LookupClient", "MultiFollower", "PaimonTailError",
+    "catalog_config", "follow", "follow_many", "follow_sync", "open_table",
 ]

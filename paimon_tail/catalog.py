@@ -137,6 +137,24 @@ def _one_line(e: BaseException) -> str:
     return text[0] if text else type(e).__name__
 
 
+@dataclass(frozen=True)
+class TableRef:
+    """Where rows came from: what a renderer needs to tag them (``_table``) and key change events."""
+
+    database: str
+    table: str
+    primary_keys: tuple = ()
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.database}.{self.table}"
+
+    @classmethod
+    def of(cls, table) -> "TableRef":
+        ident = table.identifier
+        return cls(ident.get_database_name(), ident.get_table_name(), tuple(table.primary_keys or ()))
+
+
 def table_name(table) -> str:
     """``db.table`` for a pypaimon table (its ``identifier`` prints as ``Identifier(database=…)``)."""
     ident = table.identifier

@@ -20,7 +20,7 @@ from typing import AsyncIterator, Callable, Iterator, List, Optional, Sequence, 
 import pyarrow as pa
 
 from ..errors import PaimonTailError, SnapshotExpired, SnapshotGap, TableChanged, UsageError
-from ..catalog import table_name
+from ..catalog import TableRef, table_name
 from .consumer import ConsumerStore
 from .filters import parse_where
 from .diff import DiffRead
@@ -78,6 +78,7 @@ class FollowBatch:
     bucket: int
     partition: str
     last_in_snapshot: bool = False
+    table: Optional[TableRef] = None  # which table (a multi-table follow interleaves several)
 
 
 @dataclass
@@ -140,6 +141,7 @@ class Follower:
             options = dataclasses.replace(options, **kwargs)
         self.options = options.normalized()
         self.table = table
+        self.ref = TableRef.of(table)
         self.stats = FollowStats()
         self.consumers = ConsumerStore(table) if self.options.consumer_id else None
         if self.consumers:
@@ -404,7 +406,7 @@ class Follower:
                         yield pending
                     pending = FollowBatch(
                         batch, planned.snapshot_id, planned.commit_time_ms, planned.kind, split.bucket,
-                        _partition_text(split, self.table),
+                        _partition_text(split, self.table), table=self.ref,
                     )
                     self.stats.rows += batch.num_rows
                     self.stats.bytes += batch.nbytes
@@ -440,17 +442,22 @@ class Follower:
 
     def iter_sync(self) -> Iterator[FollowBatch]:
         """Blocking iteration for code that is not async (runs its own event loop)."""
-        loop = asyncio.new_event_loop()
-        agen = self.__aiter__()
-        try:
-            while True:
-                try:
-                    yield loop.run_until_complete(agen.__anext__())
-                except StopAsyncIteration:
-                    return
-        finally:
-            loop.run_until_complete(agen.aclose())
-            loop.close()
+        return iterate_sync(self)
+
+
+def iterate_sync(source) -> Iterator[FollowBatch]:
+    """Iterate an async-iterable follower from code that is not async, on an event loop of its own."""
+    loop = asyncio.new_event_loop()
+    agen = source.__aiter__()
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(agen.__anext__())
+            except StopAsyncIteration:
+                return
+    finally:
+        loop.run_until_complete(agen.aclose())
+        loop.close()
 
 
 def _as_inserts(batch: pa.RecordBatch) -> pa.RecordBatch:

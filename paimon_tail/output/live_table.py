@@ -157,7 +157,9 @@ class MultiLiveTableRenderer(LiveTableRenderer):
         budget = max(8, self.console.size.height - 3)  # footer, an event line, the cursor
         shown = names[:max(1, budget // 6)]  # a section: title, borders, header and at least one row
         limit = max(1, min(self._max_rows, budget // max(1, len(shown)) - 5))
-        parts: list = [self._windows[n].table(self._section_title(n), limit) for n in shown]
+        parts: list = []
+        for name in shown:  # the title above the table, not in it: a narrow table would wrap it
+            parts += [self._section_title(name), self._windows[name].table("", limit)]
         if not parts:
             parts.append(Text("(waiting for rows)", style="dim"))
         parts.append(self._footer(len(names) - len(shown)))
@@ -165,13 +167,14 @@ class MultiLiveTableRenderer(LiveTableRenderer):
             parts.append(Text(self.stats.events[-1], style="dim"))
         return Group(*parts)
 
-    def _section_title(self, name: str) -> str:
+    def _section_title(self, name: str) -> Text:
+        title = Text(name, style="bold")
         s = self.stats.tables.get(name) if self.stats is not None else None
-        if s is None:
-            return name
-        state = "live" if s.caught_up else "catching up"
-        return (f"{name} · snapshot {s.snapshot_id if s.snapshot_id is not None else '-'}"
-                f" · lag {s.lag_snapshots} ({s.lag_seconds:.1f} s) · {s.rows:,} rows · {state}")
+        if s is not None:
+            title.append(f" · snapshot {s.snapshot_id if s.snapshot_id is not None else '-'}"
+                         f" · lag {s.lag_snapshots} ({s.lag_seconds:.1f} s) · {s.rows:,} rows"
+                         f" · {'live' if s.caught_up else 'catching up'}", style="dim")
+        return title
 
     def _footer(self, hidden: int = 0) -> Text:
         s = self.stats

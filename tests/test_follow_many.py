@@ -7,6 +7,7 @@ import asyncio
 import collections
 import io
 import json
+import re
 import time
 
 import pyarrow as pa
@@ -210,3 +211,28 @@ def test_multi_follow_errors(wh):
     events = []
     follower = paimon_tail.follow_many(wh.path, ["db.later*"], on_event=events.append)
     assert follower.followers == {} and events == ["no table matches db.later* yet: waiting for one to be created"]
+
+
+def test_live_view_has_a_section_per_table(wh):
+    """On a terminal: one section per table with its own snapshot and lag, the totals in the footer."""
+    import sys
+
+    pexpect = pytest.importorskip("pexpect")
+    for name in ("orders", "events"):
+        wh.create(name)
+        wh.commit(name, append_rows(1 if name == "orders" else 2, 2))
+    child = pexpect.spawn(sys.executable, ["-m", "paimon_tail", "follow", "db.*", "-w", wh.path, "--from", "earliest"],
+                          dimensions=(40, 120), timeout=30, encoding="utf-8",
+                          env={"TERM": "xterm", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+    try:
+        child.expect(r"2 tables · 2 live")
+        wh.commit("events", append_rows(3, 2))
+        child.expect(r"db\.events(\x1b\[[0-9;]*m)* · snapshot 2 · lag 0")
+        screen = child.before + child.after
+        child.expect(r"2 tables · 2 live")
+        screen = re.sub(r"\x1b\[[0-9;]*[mK]", "", screen + child.before)
+        assert "db.orders · snapshot 1" in screen and "3001" in screen and "1000" in screen
+        child.sendintr()
+        child.expect(pexpect.EOF, timeout=20)
+    finally:
+        child.close(force=True)

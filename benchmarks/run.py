@@ -2,7 +2,7 @@
 
     python -m benchmarks all --size tiny        # every benchmark in seconds (CI)
     python -m benchmarks all --size full        # the documented full run (docs/performance.md)
-    python -m benchmarks latency|catchup|stall|memory [--size tiny|full]
+    python -m benchmarks latency|catchup|stall|memory|multi [--size tiny|full]
     python -m benchmarks ab --product PATH [--rounds 5]   # catch-up of this tree vs the source at PATH, alternating
     python -m benchmarks lookup|spark [-- extra args]   # colleagues' scripts (benchmarks/lookup.py, spark_bench.py)
 
@@ -23,10 +23,10 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks import catchup, latency, memory, stall  # noqa: E402
+from benchmarks import catchup, latency, memory, multi, stall  # noqa: E402
 from benchmarks.common import ROOT, SIZES, machine, print_table, save  # noqa: E402
 
-BENCHES = ("latency", "catchup", "stall", "memory")
+BENCHES = ("latency", "catchup", "stall", "memory", "multi")
 
 
 def log(msg: str) -> None:
@@ -86,6 +86,8 @@ def main(argv=None) -> int:
             rows, det = catchup.ab(size, log, str(Path(args.product).resolve()), args.rounds)
         elif name == "stall":
             rows, det = stall.run(size, log)
+        elif name == "multi":
+            rows, det = multi.run(size, log)
         else:
             naive = details.get("catchup", {}).get("naive pypaimon loop")
             rows, det = memory.run(size, log, naive=naive)

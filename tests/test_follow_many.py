@@ -236,3 +236,44 @@ def test_live_view_has_a_section_per_table(wh):
         child.expect(pexpect.EOF, timeout=20)
     finally:
         child.close(force=True)
+
+
+def test_a_listing_failure_is_said_once_and_the_follow_goes_on(wh):
+    """The glob's database disappears for a while (moved away, an object store that errs): one event, not one per
+    second; its tables stop being followed; when it is back, its tables are followed again."""
+    import os
+
+    wh.catalog.create_database("db2", True)
+    wh.catalog.create_table("db2.t", __import__("pypaimon").Schema.from_pyarrow_schema(
+        pa.schema([("id", pa.int64())]), options={"bucket": "-1"}), False)
+    events = []
+    follower = paimon_tail.follow_many(wh.path, ["db2.*"], start="earliest", discover_interval=0.1,
+                                       on_event=events.append)
+    path = os.path.join(wh.path, "db2.db")
+
+    async def go():
+        async def consume():
+            async for _ in follower:
+                pass
+
+        task = asyncio.create_task(consume())
+        try:
+            await asyncio.sleep(0.5)
+            os.rename(path, path + ".away")
+            deadline = time.monotonic() + 10
+            while not any("db2.t was dropped" in e for e in events):
+                assert time.monotonic() < deadline, events
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(1.0)  # ten listings while the database is away
+            os.rename(path + ".away", path)
+            while "following db2.t (a new table matching the glob)" not in events:
+                assert time.monotonic() < deadline + 10, events
+                await asyncio.sleep(0.1)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(asyncio.wait_for(go(), 30))
+    failures = [e for e in events if e.startswith("cannot list tables")]
+    assert len(failures) == 1, events
+    assert "db2" in failures[0]

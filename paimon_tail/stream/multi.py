@@ -113,6 +113,7 @@ class MultiFollower:
         self.stats = MultiStats()
         self.followers: Dict[str, Follower] = {}
         self._from_glob: set = set()
+        self._listing_failure: Optional[str] = None
         for p in self.patterns:
             if not p.is_glob and p.text not in self.followers:
                 self._add(p.text, open_table(p.text, self.catalog), self.options)
@@ -159,8 +160,12 @@ class MultiFollower:
         try:
             names = await asyncio.to_thread(matching_tables, self.catalog, self.patterns)
         except Exception as e:  # a transient listing failure must not end a live follow: try again next time
-            self._event(f"cannot list tables ({type(e).__name__}: {e}); trying again")
+            message = f"cannot list tables ({type(e).__name__}: {e}); trying again every {self.discover_interval:g} s"
+            if message != self._listing_failure:  # said once, not every second
+                self._event(message)
+            self._listing_failure = message
             return []
+        self._listing_failure = None
         added = []
         # Created after the follow started: everything in it is new, whatever --from said.
         options = dataclasses.replace(self.options, start=parse_start("earliest"))

@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import Callable, List
 
 from .common import (DATA, Row, Size, child_env, commit_arrow, make_batch, median, paimon_tail_cmd, spread)

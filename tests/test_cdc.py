@@ -9,7 +9,6 @@ import decimal
 import io
 import json
 import random
-import time
 
 import pyarrow as pa
 import pytest
@@ -93,7 +92,7 @@ def test_debezium_inserts_updates_deletes(orders):
     assert same_times(fold("debezium", events, ["id"])) == state_of(orders, "orders", ["id"])
 
 
-def test_debezium_full_start_reads_then_changes(orders, tmp_path):
+def test_debezium_full_start_reads_then_changes(orders):
     """latest-full: the table as `r` events (source.snapshot "true", "last" on the final one), then, live, every
     commit as changes; the replica equals a batch read at the end."""
     p = start_cli(["follow", "db.orders", "-w", orders.path, "-f", "debezium"])

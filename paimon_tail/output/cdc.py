@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Dict, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa

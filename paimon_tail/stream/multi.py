@@ -47,10 +47,6 @@ class MultiStats:
         return sum(s.rows for s in self.tables.values())
 
     @property
-    def snapshots(self) -> int:
-        return sum(s.snapshots for s in self.tables.values())
-
-    @property
     def caught_up(self) -> bool:
         return bool(self.tables) and all(s.caught_up for s in self.tables.values())
 

@@ -38,10 +38,6 @@ class TablePattern:
     def is_glob(self) -> bool:
         return bool(_GLOB_CHARS & set(self.text))
 
-    def matches(self, name: str) -> bool:
-        database, _, table = name.partition(".")
-        return fnmatch.fnmatchcase(database, self.database) and fnmatch.fnmatchcase(table, self.table)
-
 
 def parse_patterns(texts: Iterable[str]) -> List[TablePattern]:
     patterns = [TablePattern.parse(t) for t in texts]

@@ -2,7 +2,7 @@
 
     python -m benchmarks all --size tiny        # every benchmark in seconds (CI)
     python -m benchmarks all --size full        # the documented full run (docs/performance.md)
-    python -m benchmarks latency|catchup|stall|memory|objectstore [--size tiny|full]
+    python -m benchmarks latency|catchup|stall|memory|objectstore|multi [--size tiny|full]
     python -m benchmarks catchup --size medium   # 2M rows / 40 commits: start-up's share of a mid-size catch-up
     python -m benchmarks startup [--size tiny|full]      # each command against its bare imports (ratios)
     python -m benchmarks cli-lookup [--size tiny|full]   # lookup --keys-from: JSON lines and Arrow through the CLI
@@ -26,10 +26,10 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks import catchup, cli_lookup, latency, memory, objectstore, stall, startup  # noqa: E402
+from benchmarks import catchup, cli_lookup, latency, memory, multi, objectstore, stall, startup  # noqa: E402
 from benchmarks.common import ROOT, SIZES, machine, print_table, save  # noqa: E402
 
-BENCHES = ("latency", "catchup", "stall", "memory", "objectstore")
+BENCHES = ("latency", "catchup", "stall", "memory", "objectstore", "multi")
 SEPARATE = ("startup", "cli-lookup")  # not in `all`: each starts a query service of its own
 
 
@@ -96,6 +96,8 @@ def main(argv=None) -> int:
             rows, det = startup.run(size, log)
         elif name == "cli-lookup":
             rows, det = cli_lookup.run(size, log)
+        elif name == "multi":
+            rows, det = multi.run(size, log)
         else:
             naive = details.get("catchup", {}).get("naive pypaimon loop")
             rows, det = memory.run(size, log, naive=naive)

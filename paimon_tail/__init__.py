@@ -18,6 +18,7 @@ _LAZY = {
     "CatalogConfig": ".catalog", "catalog_config": ".catalog", "open_table": ".catalog",
     "PaimonTailError": ".errors",
     "FollowBatch": ".stream", "Follower": ".stream", "FollowOptions": ".stream", "follow": ".stream",
+    "MultiFollower": ".stream", "follow_many": ".stream",
     "LookupClient": ".service.client",
 }
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .catalog import CatalogConfig, catalog_config, open_table
     from .errors import PaimonTailError
     from .service.client import LookupClient
-    from .stream import FollowBatch, Follower, FollowOptions, follow
+    from .stream import FollowBatch, Follower, FollowOptions, MultiFollower, follow, follow_many
 
 
 def follow_sync(table, options: "FollowOptions | None" = None, **kwargs: Any) -> Iterator["FollowBatch"]:
@@ -49,6 +50,6 @@ def __dir__() -> list:
 
 
 __all__ = [
-    "CatalogConfig", "FollowBatch", "Follower", "FollowOptions", "LookupClient", "PaimonTailError",
-    "catalog_config", "follow", "follow_sync", "open_table",
+    "CatalogConfig", "FollowBatch", "Follower", "FollowOptions", "LookupClient", "MultiFollower", "PaimonTailError",
+    "catalog_config", "follow", "follow_many", "follow_sync", "open_table",
 ]

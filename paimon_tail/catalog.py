@@ -260,6 +260,24 @@ def root_cause(e: BaseException) -> str:
     return f"{type(inner).__name__}: {_one_line(inner)}"
 
 
+@dataclass(frozen=True)
+class TableRef:
+    """Where rows came from: what a renderer needs to tag them (``_table``) and key change events."""
+
+    database: str
+    table: str
+    primary_keys: tuple = ()
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.database}.{self.table}"
+
+    @classmethod
+    def of(cls, table) -> "TableRef":
+        ident = table.identifier
+        return cls(ident.get_database_name(), ident.get_table_name(), tuple(table.primary_keys or ()))
+
+
 def table_name(table) -> str:
     """``db.table`` for a pypaimon table (its ``identifier`` prints as ``Identifier(database=…)``)."""
     ident = table.identifier

@@ -6,11 +6,13 @@ consumer position never runs ahead of what reached the output.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
-from typing import Callable, Optional, TextIO
+from typing import Callable, Dict, List, Optional, TextIO, Union
 
 from .output.renderers import ArrowStreamRenderer, Renderer
-from .stream.follower import Follower
+from .stream.follower import FollowBatch, Follower
+from .stream.multi import MultiFollower
 
 # Batches at least this big are rendered in a thread: encoding 64k rows takes tens of milliseconds, which would
 # stall the event loop (status line, reader hand-offs, other tasks of a program using the library). Smaller ones
@@ -18,12 +20,33 @@ from .stream.follower import Follower
 OFFLOAD_ROWS = 2048
 
 
-async def tail(follower: Follower, renderer: Renderer, max_rows: Optional[int] = None,
+def _notices(follower: Union[Follower, MultiFollower], item: FollowBatch, reported: Dict[str, List[int]],
+             notice: Callable[[str], None]) -> None:
+    """Gaps skipped and schema changes of the item's table, once each (prefixed with the table when several)."""
+    if isinstance(follower, MultiFollower):
+        name = item.table.full_name
+        stats, prefix = follower.stats.tables[name], f"{name}: "
+    else:
+        name, stats, prefix = "", follower.stats, ""
+    done = reported.setdefault(name, [0, 0])
+    while done[0] < len(stats.gaps):
+        first, nxt = stats.gaps[done[0]]
+        notice(f"paimon-tail: {prefix}snapshots {first}..{nxt - 1} expired before they were read; "
+               f"skipped to {nxt} (--on-gap skip)")
+        done[0] += 1
+    while done[1] < len(stats.schema_changes):
+        sid, old, new = stats.schema_changes[done[1]]
+        notice(f"paimon-tail: {prefix}schema changed at snapshot {sid} (schema {old} -> {new}); "
+               f"columns now: {', '.join(item.batch.schema.names)}")
+        done[1] += 1
+
+
+async def tail(follower: Union[Follower, MultiFollower], renderer: Renderer, max_rows: Optional[int] = None,
                status: Optional[TextIO] = None, status_interval: float = 1.0,
                notice: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)) -> int:
-    """Write everything ``follower`` yields to ``renderer``; returns the number of rows written."""
+    """Write everything ``follower`` (one table or several) yields to ``renderer``; returns the rows written."""
     written = 0
-    reported_gaps = reported_schemas = 0
+    reported: Dict[str, List[int]] = {}
     ticker = None
     if status is not None:
         from .output.live_table import status_line  # imports rich: ~80 ms, only when a status line is asked for
@@ -43,20 +66,12 @@ async def tail(follower: Follower, renderer: Renderer, max_rows: Optional[int] =
     executor = None
     try:
         async for item in agen:
-            stats = follower.stats
-            while reported_gaps < len(stats.gaps):
-                first, nxt = stats.gaps[reported_gaps]
-                notice(f"paimon-tail: snapshots {first}..{nxt - 1} expired before they were read; "
-                       f"skipped to {nxt} (--on-gap skip)")
-                reported_gaps += 1
-            while reported_schemas < len(stats.schema_changes):
-                sid, old, new = stats.schema_changes[reported_schemas]
-                notice(f"paimon-tail: schema changed at snapshot {sid} (schema {old} -> {new}); "
-                       f"columns now: {', '.join(item.batch.schema.names)}")
-                reported_schemas += 1
+            _notices(follower, item, reported, notice)
             batch = item.batch
             if max_rows is not None and written + batch.num_rows >= max_rows:
-                renderer.write(batch.slice(0, max_rows - written))
+                whole = written + batch.num_rows == max_rows  # else rows of the snapshot are left unwritten
+                renderer.write_item(dataclasses.replace(item, batch=batch.slice(0, max_rows - written),
+                                                        last_in_snapshot=item.last_in_snapshot and whole))
                 written = max_rows
                 renderer.flush()
                 return written
@@ -65,9 +80,9 @@ async def tail(follower: Follower, renderer: Renderer, max_rows: Optional[int] =
                     from concurrent.futures import ThreadPoolExecutor
 
                     executor = ThreadPoolExecutor(1, thread_name_prefix="paimon-tail-render")
-                await loop.run_in_executor(executor, renderer.write, batch)
+                await loop.run_in_executor(executor, renderer.write_item, item)
             else:
-                renderer.write(batch)
+                renderer.write_item(item)
             written += batch.num_rows
             if item.last_in_snapshot:
                 renderer.flush()

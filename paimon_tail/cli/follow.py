@@ -1,6 +1,7 @@
 """``paimon-tail follow``: parse, open the table, follow, render."""
 from __future__ import annotations
 
+import codecs
 import sys
 from typing import Optional
 
@@ -8,6 +9,7 @@ import click
 
 from ..catalog import CatalogConfig
 from ..errors import UsageError
+from ..output.formats import CDC_FORMATS, FORMATS
 from .common import catalog_options, run
 
 
@@ -44,10 +46,24 @@ def parse_buckets(text: Optional[str]) -> Optional[list]:
     return buckets
 
 
+def parse_key_delimiter(text: Optional[str]) -> Optional[str]:
+    """kcat's -K: the text between a message's key and its value; escapes such as '\\t' are understood."""
+    if text is None:
+        return None
+    try:
+        delimiter = codecs.decode(text, "unicode_escape")
+    except UnicodeError:
+        raise UsageError(f"bad --key-delimiter {text!r}") from None
+    if not delimiter or "\n" in delimiter:
+        raise UsageError("--key-delimiter must be non-empty and on one line, e.g. '\\t' or '|'")
+    return delimiter
+
+
 def format_option(f):
     f = click.option("--format", "-f", "fmt", default="auto", show_default=True,
-                     type=click.Choice(["auto", "jsonl", "table", "csv", "tsv", "arrow"]),
-                     help="auto = live table on a terminal, JSON lines when piped.")(f)
+                     type=click.Choice(FORMATS),
+                     help="auto = live table on a terminal, JSON lines when piped; debezium, canal, maxwell: "
+                     "change events.")(f)
     for flag, value, help_ in (("--nl", "jsonl", "JSON lines (like sqlite-utils --nl)."),
                                ("--csv", "csv", "CSV with a header."), ("--tsv", "tsv", "Tab-separated."),
                                ("--table", "table", "The live table, even when piped.")):
@@ -56,7 +72,7 @@ def format_option(f):
 
 
 @click.command("follow")
-@click.argument("table")
+@click.argument("tables", nargs=-1, required=True, metavar="TABLE...")
 @catalog_options
 @click.option("--from", "start", default="latest-full", show_default=True, metavar="POSITION",
               help="latest-full | latest | earliest | snapshot:N | snapshot-full:N | timestamp:T | -1h")
@@ -86,26 +102,41 @@ def format_option(f):
 @click.option("--storage-timeout", type=click.FloatRange(min=0), metavar="SECONDS",
               help="Give up after storage has been unreachable this long (0: never) [default: 60 with -e, "
               "else never: a live follow waits out an outage].")
-def follow_command(table: str, catalog: CatalogConfig, start: str, until: Optional[str], exit_at_end: bool,
+@click.option("--key-delimiter", "-K", metavar="DELIM",
+              help="Change-event formats: print KEY<DELIM>EVENT per line, the primary key as JSON (kcat -K).")
+def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Optional[str], exit_at_end: bool,
                    max_rows: Optional[int], fmt: str, select: Optional[str], where: tuple, row_kind: bool,
                    meta: bool, consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
                    catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int,
-                   poll_interval: Optional[float], storage_timeout: Optional[float]) -> None:
-    """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f."""
-    from ..catalog import open_table
+                   poll_interval: Optional[float], storage_timeout: Optional[float],
+                   key_delimiter: Optional[str]) -> None:
+    """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f.
+
+    Several tables, or globs such as 'shop.*' (quoted), are followed together: rows interleave as they commit,
+    each tagged with its table (_table).
+    """
     from ..output import choose_format, make_renderer
-    from ..stream import FollowOptions, Follower
+    from ..stream import FollowOptions, MultiFollower
+    from ..stream.multi import follower_for
     from ..tail import tail
+
+    if fmt in CDC_FORMATS and meta:
+        raise UsageError(f"--meta does not go with --format {fmt}: the event carries the table, snapshot and "
+                         "commit time")
 
     options = FollowOptions(
         start=start, until=until, exit_at_end=exit_at_end, select=parse_columns(select), where=list(where),
-        row_kind=row_kind, meta=meta, consumer_id=consumer_id, shard=parse_shard(shard),
+        row_kind=row_kind or fmt in CDC_FORMATS, meta=meta, consumer_id=consumer_id, shard=parse_shard(shard),
         buckets=parse_buckets(buckets), catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
         read_workers=read_threads, poll_interval=poll_interval, storage_timeout=storage_timeout,
     ).normalized()  # bad positions fail before the catalog is touched
     fmt = choose_format(fmt, sys.stdout)
-    follower = Follower(open_table(table, catalog), options)
-    renderer = make_renderer(fmt, stats=follower.stats, title=table) if fmt == "table" else make_renderer(fmt)
+    delimiter = parse_key_delimiter(key_delimiter)
+    follower = follower_for(catalog, tables, options,
+                            on_event=lambda message: click.echo(f"paimon-tail: {message}", err=True))
+    many = isinstance(follower, MultiFollower)
+    view = dict(stats=follower.stats, title=", ".join(tables)) if fmt == "table" else {}
+    renderer = make_renderer(fmt, many_tables=many, key_delimiter=delimiter, **view)
     if max_rows == 0:
         renderer.close()
         return

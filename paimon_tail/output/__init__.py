@@ -7,8 +7,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_LAZY = {"FORMATS": ".formats", "choose_format": ".formats", "Renderer": ".renderers", "make_renderer": ".renderers",
-         "plain_rows": ".values"}
+_LAZY = {"FORMATS": ".formats", "CDC_FORMATS": ".formats", "choose_format": ".formats", "Renderer": ".renderers",
+         "make_renderer": ".renderers", "plain_rows": ".values"}
 
 
 def __getattr__(name: str) -> Any:
@@ -18,4 +18,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module, __name__), name)
 
 
-__all__ = ["FORMATS", "Renderer", "choose_format", "make_renderer", "plain_rows"]
+__all__ = ["CDC_FORMATS", "FORMATS", "Renderer", "choose_format", "make_renderer", "plain_rows"]

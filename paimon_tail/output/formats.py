@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ..errors import UsageError
 
-FORMATS = ("auto", "jsonl", "table", "csv", "tsv", "arrow")
+CDC_FORMATS = ("debezium", "canal", "maxwell")  # change events (output/cdc.py)
+FORMATS = ("auto", "jsonl", "table", "csv", "tsv", "arrow", *CDC_FORMATS)
 
 
 def choose_format(fmt: str, stream) -> str:
@@ -15,4 +16,4 @@ def choose_format(fmt: str, stream) -> str:
     return "table" if isatty is not None and isatty() else "jsonl"
 
 
-__all__ = ["FORMATS", "choose_format"]
+__all__ = ["CDC_FORMATS", "FORMATS", "choose_format"]

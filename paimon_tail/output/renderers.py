@@ -4,17 +4,27 @@ Every renderer writes whole rows and ``flush()`` pushes them to the OS, which is
 position waits for. A schema change mid-stream (the table evolved) is handled per format: JSON lines simply carry
 the new fields; CSV/TSV print a new header line; Arrow closes the IPC stream and starts a new one on the same
 pipe (read them with a loop over ``pa.ipc.open_stream`` until EOF, see docs/follow.md).
+
+Several tables followed together (``table_column=True``): every row gets ``_table`` (``db.table``) as its first
+column; CSV/TSV print a header line and Arrow starts a new IPC stream whenever the columns change, i.e. when the
+next batch comes from a table with other columns. The change-event formats (Debezium, Canal, Maxwell) are in
+``cdc.py``.
 """
 from __future__ import annotations
 
 import sys
-from typing import BinaryIO, Optional
+from typing import TYPE_CHECKING, BinaryIO, Optional
 
 import pyarrow as pa
 
 from ..errors import UsageError
-from .formats import FORMATS, choose_format
+from .formats import CDC_FORMATS, FORMATS, choose_format
 from .values import dumps, plain_rows, polars_can_write, to_polars
+
+if TYPE_CHECKING:
+    from ..stream.follower import FollowBatch
+
+TABLE_COLUMN = "_table"
 
 
 class _Unflushed:
@@ -42,13 +52,29 @@ def _polars_write(write, stream) -> None:
         raise
 
 
+def with_table_column(batch: pa.RecordBatch, name: str) -> pa.RecordBatch:
+    """``_table`` first: which table each row came from, when several are followed together."""
+    column = pa.array([name] * batch.num_rows, pa.string())
+    return pa.RecordBatch.from_arrays([column, *batch.columns],
+                                      schema=batch.schema.insert(0, pa.field(TABLE_COLUMN, pa.string())))
+
+
 class Renderer:
-    # write() may run in a worker thread (one at a time, in order): tail() renders big batches off the loop
+    # write_item() may run in a worker thread (one at a time, in order): tail() renders big batches off the loop
     thread_safe = False
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, table_column: bool = False) -> None:
         self.stream = stream
         self.rows = 0
+        self.table_column = table_column
+
+    def write_item(self, item: "FollowBatch") -> None:
+        """A follower's batch. Row formats write its rows (tagged with ``_table`` when asked); formats that need
+        more than the rows (the change-event envelopes: snapshot, commit time, table, full or delta) override it."""
+        batch = item.batch
+        if self.table_column:
+            batch = with_table_column(batch, item.table.full_name)
+        self.write(batch)
 
     def write(self, batch: pa.RecordBatch) -> None:
         raise NotImplementedError
@@ -76,8 +102,8 @@ class JsonLinesRenderer(Renderer):
 class DelimitedRenderer(Renderer):
     thread_safe = True
 
-    def __init__(self, stream: BinaryIO, separator: str = ",") -> None:
-        super().__init__(stream)
+    def __init__(self, stream: BinaryIO, separator: str = ",", table_column: bool = False) -> None:
+        super().__init__(stream, table_column)
         self.separator = separator
         self._schema: Optional[pa.Schema] = None
 
@@ -103,8 +129,8 @@ class DelimitedRenderer(Renderer):
 class ArrowStreamRenderer(Renderer):
     thread_safe = True
 
-    def __init__(self, stream: BinaryIO) -> None:
-        super().__init__(stream)
+    def __init__(self, stream: BinaryIO, table_column: bool = False) -> None:
+        super().__init__(stream, table_column)
         self._writer: Optional[pa.ipc.RecordBatchStreamWriter] = None
         self._schema: Optional[pa.Schema] = None
 
@@ -120,6 +146,8 @@ class ArrowStreamRenderer(Renderer):
 
     def begin(self, schema: pa.Schema) -> None:
         """Write the schema up front, so a reader can open the stream before the first row arrives."""
+        if self.table_column and TABLE_COLUMN not in schema.names:
+            schema = schema.insert(0, pa.field(TABLE_COLUMN, pa.string()))
         if self._writer is None:
             self._schema = schema
             self._writer = pa.ipc.new_stream(self.stream, schema)
@@ -132,22 +160,33 @@ class ArrowStreamRenderer(Renderer):
         self.flush()
 
 
-def make_renderer(fmt: str, stream: Optional[BinaryIO] = None, **table_options) -> Renderer:
-    """A renderer for ``fmt`` (after ``choose_format``) writing to ``stream`` (default: stdout's bytes)."""
-    stream = stream if stream is not None else sys.stdout.buffer
-    if fmt == "jsonl":
-        return JsonLinesRenderer(stream)
-    if fmt == "csv":
-        return DelimitedRenderer(stream, ",")
-    if fmt == "tsv":
-        return DelimitedRenderer(stream, "\t")
-    if fmt == "arrow":
-        return ArrowStreamRenderer(stream)
-    if fmt == "table":
-        from .live_table import LiveTableRenderer
+def make_renderer(fmt: str, stream: Optional[BinaryIO] = None, *, many_tables: bool = False,
+                  key_delimiter: Optional[str] = None, **table_options) -> Renderer:
+    """A renderer for ``fmt`` (after ``choose_format``) writing to ``stream`` (default: stdout's bytes).
 
-        return LiveTableRenderer(**table_options)
+    ``many_tables``: rows of several tables interleave (``_table`` column; the live view gets a section per table).
+    ``key_delimiter``: change-event formats only, each line is ``KEY<delimiter>EVENT`` (kcat -K).
+    """
+    stream = stream if stream is not None else sys.stdout.buffer
+    if key_delimiter is not None and fmt not in CDC_FORMATS:
+        raise UsageError("--key-delimiter goes with --format debezium, canal or maxwell")
+    if fmt == "jsonl":
+        return JsonLinesRenderer(stream, many_tables)
+    if fmt == "csv":
+        return DelimitedRenderer(stream, ",", many_tables)
+    if fmt == "tsv":
+        return DelimitedRenderer(stream, "\t", many_tables)
+    if fmt == "arrow":
+        return ArrowStreamRenderer(stream, many_tables)
+    if fmt in CDC_FORMATS:
+        from .cdc import change_renderer
+
+        return change_renderer(fmt, stream, key_delimiter)
+    if fmt == "table":
+        from .live_table import LiveTableRenderer, MultiLiveTableRenderer
+
+        return MultiLiveTableRenderer(**table_options) if many_tables else LiveTableRenderer(**table_options)
     raise UsageError(f"unknown format {fmt!r}")
 
 
-__all__ = ["FORMATS", "Renderer", "choose_format", "make_renderer"]
+__all__ = ["CDC_FORMATS", "FORMATS", "Renderer", "choose_format", "make_renderer", "with_table_column"]

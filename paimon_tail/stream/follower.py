@@ -21,7 +21,7 @@ from typing import AsyncIterator, Callable, Iterator, List, Optional, Sequence, 
 import pyarrow as pa
 
 from ..errors import PaimonTailError, SnapshotExpired, SnapshotGap, TableChanged, UsageError
-from ..catalog import table_name
+from ..catalog import TableRef, table_name
 from .consumer import ConsumerStore
 from .filters import parse_where
 from .diff import DiffRead
@@ -138,6 +138,7 @@ class FollowBatch:
     bucket: int
     partition: str
     last_in_snapshot: bool = False
+    table: Optional[TableRef] = None  # which table (a multi-table follow interleaves several)
 
 
 @dataclass
@@ -214,6 +215,7 @@ class Follower:
             options = dataclasses.replace(options, **kwargs)
         self.options = options.normalized()
         self.table = table
+        self.ref = TableRef.of(table)
         self.stats = FollowStats()
         self.retry = StorageRetry(endpoint_of(table.file_io), self.options.effective_storage_timeout(),
                                   self.stats.health)
@@ -528,7 +530,7 @@ class Follower:
                         yield pending
                     pending = FollowBatch(
                         batch, planned.snapshot_id, planned.commit_time_ms, planned.kind, split.bucket,
-                        _partition_text(split, self.table),
+                        _partition_text(split, self.table), table=self.ref,
                     )
                     self.stats.rows += batch.num_rows
                     self.stats.bytes += batch.nbytes
@@ -570,17 +572,22 @@ class Follower:
 
     def iter_sync(self) -> Iterator[FollowBatch]:
         """Blocking iteration for code that is not async (runs its own event loop)."""
-        loop = asyncio.new_event_loop()
-        agen = self.__aiter__()
-        try:
-            while True:
-                try:
-                    yield loop.run_until_complete(agen.__anext__())
-                except StopAsyncIteration:
-                    return
-        finally:
-            loop.run_until_complete(agen.aclose())
-            loop.close()
+        return iterate_sync(self)
+
+
+def iterate_sync(source) -> Iterator[FollowBatch]:
+    """Iterate an async-iterable follower from code that is not async, on an event loop of its own."""
+    loop = asyncio.new_event_loop()
+    agen = source.__aiter__()
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(agen.__anext__())
+            except StopAsyncIteration:
+                return
+    finally:
+        loop.run_until_complete(agen.aclose())
+        loop.close()
 
 
 def _data_files(splits) -> list:

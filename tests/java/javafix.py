@@ -282,6 +282,7 @@ def lookup_command(warehouse, table, keys, partition=None, snapshot=None):
 #: ``live_*``: tables written step by step (``write_live``) while paimon-tail serves them.
 EXTRA_SCENARIOS: Dict[str, str] = {
     "pk_changelog_full": "as pk_dedup with changelog-producer=full-compaction",
+    "pk_changelog_input": "as pk_dedup with changelog-producer=input; updates written as -U/+U pairs",
     "pk_backlog": "PK, 14 commits (upserts, +U, deletes) + a full compaction: 15 snapshots",
     "live_dedup": "PK deduplicate, written in steps: upserts, a delete, full compaction per step",
     "live_dv": "as live_dedup with deletion-vectors.enabled (compaction on commit + full)",

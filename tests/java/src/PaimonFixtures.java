@@ -312,6 +312,9 @@ public class PaimonFixtures {
             case "pk_backlog":
                 backlog(catalog);
                 break;
+            case "pk_changelog_input":
+                changelogInput(catalog);
+                break;
             case "live_dedup":
             case "live_dv":
             case "live_partial_update":
@@ -348,6 +351,47 @@ public class PaimonFixtures {
                 w.write(wideRow(RowKind.INSERT, i, 0));
             }
             for (int i = 250; i < 260; i++) {
+                w.write(wideRow(RowKind.UPDATE_AFTER, i, 2));
+            }
+            w.write(wideRow(RowKind.DELETE, 5, 1));
+            w.commit();
+        }
+    }
+
+    /**
+     * changelog-producer=input, written as a CDC source would: inserts, updates as -U (old image) +
+     * +U (new image) pairs, deletes with the old image; the input is the changelog. Insert 0..299;
+     * update 0..99; delete 200..249; full compaction; insert 300..399 + update 250..259 + delete 5.
+     */
+    static void changelogInput(Catalog catalog) throws Exception {
+        Table t =
+                create(
+                        catalog,
+                        "pk_changelog_input",
+                        wide().primaryKey("id")
+                                .option("bucket", "2")
+                                .option("changelog-producer", "input")
+                                .build());
+        try (Writer w = new Writer(t)) {
+            for (int i = 0; i < 300; i++) {
+                w.write(wideRow(RowKind.INSERT, i, 0));
+            }
+            w.commit();
+            for (int i = 0; i < 100; i++) {
+                w.write(wideRow(RowKind.UPDATE_BEFORE, i, 0));
+                w.write(wideRow(RowKind.UPDATE_AFTER, i, 1));
+            }
+            w.commit();
+            for (int i = 200; i < 250; i++) {
+                w.write(wideRow(RowKind.DELETE, i, 0));
+            }
+            w.commit();
+            w.fullCompact();
+            for (int i = 300; i < 400; i++) {
+                w.write(wideRow(RowKind.INSERT, i, 0));
+            }
+            for (int i = 250; i < 260; i++) {
+                w.write(wideRow(RowKind.UPDATE_BEFORE, i, 0));
                 w.write(wideRow(RowKind.UPDATE_AFTER, i, 2));
             }
             w.write(wideRow(RowKind.DELETE, 5, 1));

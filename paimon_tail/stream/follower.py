@@ -319,10 +319,12 @@ class Follower:
         if resolved is not None:
             await self.retry.call(self._check_start_before_end, resolved)
             return resolved
-        # An empty table: wait for its first snapshot (one request a poll); everything from snapshot 1 on is new.
+        # An empty table: wait for its first snapshot (one request a poll; the walker's checks notice a table
+        # dropped meanwhile); everything from snapshot 1 on is new.
         self.stats.waiting_for_first_snapshot = True
         if not o.exit_at_end:
-            while await self.retry.call(self.planner.snapshot, 1) is None:
+            walker = self._walker_for_loop()
+            while not await walker.poll(1):
                 await self._wait()
             self.stats.waiting_for_first_snapshot = False
         return ResolvedStart(next_snapshot_id=1)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import random
+import resource
 import statistics
 import subprocess
 import threading
@@ -19,8 +21,8 @@ from typing import Callable, List
 
 import pyarrow as pa
 
-from .common import Row, Size, child_env, commit_arrow, drain_stderr, make_batch, paimon_tail_cmd, percentile, \
-    temp_warehouse, SCHEMA
+from .common import Row, Size, child_env, commit_arrow, cpu_seconds, drain_stderr, make_batch, paimon_tail_cmd, \
+    percentile, temp_warehouse, SCHEMA
 
 SIZES = {  # rows, commits, latency commits, idle seconds, catch-up rounds
     "tiny": (20_000, 4, 8, 3.0, 1),
@@ -53,8 +55,16 @@ def _args(options: dict) -> List[str]:
     return out
 
 
-def _catchup(where: List[str], rows: int) -> dict:
-    """``follow --from earliest -e -f arrow``: spawn → EOF and first byte → EOF."""
+def _store_cpu(store_pid) -> float:
+    """CPU seconds the simulated store used so far: moto's process and this process (the proxy's threads)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return (cpu_seconds(store_pid) if store_pid else 0.0) + own.ru_utime + own.ru_stime
+
+
+def _catchup(where: List[str], rows: int, store_pid=None) -> dict:
+    """``follow --from earliest -e -f arrow``: spawn → EOF and first byte → EOF, and the CPU the follower and
+    the store spent (on a real deployment the store's CPU is not on this machine)."""
+    store0 = _store_cpu(store_pid)
     t0 = time.perf_counter()
     proc = subprocess.Popen(paimon_tail_cmd() + ["follow", "db.events", *where, "--from", "earliest", "-e", "-f",
                                                  "arrow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -64,12 +74,16 @@ def _catchup(where: List[str], rows: int) -> dict:
     data = first + proc.stdout.read()
     err = proc.stderr.read()
     t2 = time.perf_counter()
-    if proc.wait() != 0:
+    _, status, usage = os.wait4(proc.pid, 0)  # reaps it, with its CPU time
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    store = _store_cpu(store_pid) - store0
+    if proc.returncode != 0:
         raise RuntimeError(f"catch-up failed: {err.decode()[-500:]}")
     got = pa.ipc.open_stream(data).read_all().num_rows
     if got != rows:
         raise RuntimeError(f"catch-up read {got} rows, expected {rows}")
-    return {"spawn_to_eof": t2 - t0, "first_byte_to_eof": t2 - t1}
+    return {"spawn_to_eof": t2 - t0, "first_byte_to_eof": t2 - t1, "follower_cpu": usage.ru_utime + usage.ru_stime,
+            "store_cpu": store}
 
 
 def _idle_requests(proxy, cmd: List[str], ready: Callable[[subprocess.Popen], None], seconds: float) -> float:
@@ -147,7 +161,7 @@ def run(size: Size, log) -> tuple:
                 for _ in range(rounds):
                     runs["local"].append(_catchup(["-w", local], rows))
                     proxy.reset()
-                    runs["s3"].append(_catchup(where, rows))
+                    runs["s3"].append(_catchup(where, rows, s3._proc.pid))
                     catchup_requests = sum(proxy.count().values())
 
                 def med(side: str, key: str) -> float:
@@ -157,7 +171,9 @@ def run(size: Size, log) -> tuple:
                 flow_ratio = med("local", "first_byte_to_eof") / med("s3", "first_byte_to_eof")
                 log(f"  {tag} catch-up: {rows / med('s3', 'spawn_to_eof'):,.0f} rows/s spawn→EOF "
                     f"({spawn_ratio:.2f}x local), {rows / med('s3', 'first_byte_to_eof'):,.0f} rows/s once rows "
-                    f"flow ({flow_ratio:.2f}x local), {catchup_requests} requests")
+                    f"flow ({flow_ratio:.2f}x local), {catchup_requests} requests; follower CPU "
+                    f"{med('s3', 'follower_cpu'):.2f} s (local {med('local', 'follower_cpu'):.2f} s), the store's "
+                    f"CPU on these cores {med('s3', 'store_cpu'):.2f} s")
                 # idle costs
                 follow_rps = _idle_requests(
                     proxy, paimon_tail_cmd() + ["follow", "db.kv", *where, "--nl", "--from", "latest"],

@@ -3,9 +3,9 @@
 pypaimon's ``SnapshotManager`` asks ``exists()`` before it reads, and on S3 pyarrow answers ``exists()`` of a missing
 key with a HEAD *and* a LIST (the key might be a "directory"); ``get_latest_snapshot`` adds the ``snapshot/``
 directory, the LATEST hint and its neighbours: about ten requests. Here a snapshot is simply read: a missing one
-costs the one request that fails, a present one a GET (``s3.S3Client``; HEAD + GET through pyarrow). The latest snapshot is found from the last one we know
-(one HEAD for the next id) and the hints are read only when we know nothing yet. On a local disk the same calls
-are a failed ``open()`` and a read.
+costs the one request that fails, a present one a GET (``s3.S3Client``; HEAD + GET through pyarrow). The latest
+snapshot is found forward from the last one seen (one request for the next id), and the hints are read only when
+nothing is known yet. On a local disk the same calls are a failed ``open()`` and a read.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from .s3 import S3Client, split_path
 class SnapshotFiles:
     """Reads ``<table>/snapshot/*`` for one table; thread-safe; every method blocks on I/O."""
 
-    def __init__(self, manager, max_window: int = 16) -> None:
+    def __init__(self, manager, max_window: int = 32) -> None:
         self.manager = manager
         self.file_io = manager.file_io
         self.max_window = max_window
@@ -70,6 +70,11 @@ class SnapshotFiles:
         with self._lock:
             if self._latest is None or snapshot.id > self._latest.id:
                 self._latest = snapshot
+
+    @property
+    def latest_seen(self) -> Optional[Snapshot]:
+        """The newest snapshot read so far (no I/O)."""
+        return self._latest
 
     @property
     def known_latest_id(self) -> Optional[int]:

@@ -35,7 +35,7 @@ from ..storage.prefetch import Prefetcher
 from ..storage.retry import Outage, StorageHealth, StorageRetry
 
 DEFAULT_SCRIPT_STORAGE_TIMEOUT = 60.0
-PREFETCH_PLANS = 8
+PREFETCH_PLANS = 32
 META_COLUMNS = ("_snapshot_id", "_commit_time", "_bucket", "_partition")
 
 
@@ -374,10 +374,15 @@ class Follower:
         self._setup(table)
         self.stats.schema_changes.append((snapshot.id, old, self.schema_id))
 
+    def _prefetch(self, planned: List["_Planned"]) -> None:
+        """On an object store: start fetching the data files of planned snapshots (within the byte budget)."""
+        if self.prefetcher is not None:
+            for item in planned:
+                self.prefetcher.fetch(item.snapshot_id, _data_files(item.splits))
+
     async def _emit(self, out: asyncio.Queue, planned: "_Planned") -> None:
         """Hand a planned snapshot to the reader. Without prefetch, planning waits until it has been written."""
-        if self.prefetcher is not None:
-            self.prefetcher.fetch(planned.snapshot_id, _data_files(planned.splits))
+        self._prefetch([planned])
         await out.put(planned)
         if not self.options.prefetch:
             await out.join()
@@ -386,6 +391,7 @@ class Follower:
         o = self.options
         try:
             resolved = await self._resolve()
+            self._note_latest()
             self.stats.start_id = resolved.full_snapshot_id or resolved.next_snapshot_id
             if resolved.full_snapshot_id is not None:
                 snap = await self.retry.call(self.planner.snapshot, resolved.full_snapshot_id)
@@ -419,6 +425,7 @@ class Follower:
                     continue
                 self.stats.caught_up = False
                 self.stats.saw_latest(snaps[-1].id, snaps[-1].time_millis)
+                self._note_latest()
                 within = list(itertools.takewhile(lambda snap: not self._past_end(snap), snaps))
                 for group in self._schema_runs(within) if o.prefetch else [[snap] for snap in within]:
                     await self._check_schema(group[0])
@@ -426,9 +433,12 @@ class Follower:
                     # and manifests are round trips on an object store), and handed out in order. Without
                     # prefetch, one at a time: a snapshot is planned only after the previous one is written.
                     plans = await asyncio.gather(*(self._delta_splits(snap) for snap in group))
-                    for snap, splits in zip(group, plans):
-                        await self._emit(out, _Planned(snap.id, snap.time_millis, "delta", splits, snap.id + 1))
-                        next_id = snap.id + 1
+                    planned = [_Planned(snap.id, snap.time_millis, "delta", splits, snap.id + 1)
+                               for snap, splits in zip(group, plans)]
+                    self._prefetch(planned)  # all of them now: handing them out waits for the reader
+                    for item in planned:
+                        await self._emit(out, item)
+                        next_id = item.snapshot_id + 1
                 stop = len(within) < len(snaps)
                 if stop:
                     break
@@ -482,20 +492,25 @@ class Follower:
         if self.consumers:
             await self.retry.call(self.consumers.set, self.options.consumer_id, next_snapshot_id)
 
+    def _note_latest(self) -> None:
+        """The newest snapshot ``SnapshotFiles`` has read (resolving the start reads the table's latest; reading
+        ahead reads more) is the status's latest: no I/O."""
+        seen = self.planner.files.latest_seen
+        if seen is not None:
+            self.stats.saw_latest(seen.id, seen.time_millis)
+
     async def _track_latest(self, interval: float = 1.0) -> None:
-        """While catching up, the table's real latest snapshot and its commit time for the status (the walker
-        only sees its read-ahead horizon, a few snapshots past the one being written): once per ``interval``, in
-        a thread (``SnapshotFiles.latest``: one request when nothing was committed since the last look). Idle
-        followers skip it (the walker knows)."""
+        """While catching up, a fresh look at the table's latest snapshot every ``interval``, in a thread (one
+        request when nothing was committed since the last look): the walker only sees its read-ahead horizon.
+        Idle followers skip it (the walker knows)."""
         while True:
+            await asyncio.sleep(interval)  # not at once: resolving the start position has just read it
             if not self.stats.caught_up:
                 try:
-                    latest = await asyncio.to_thread(self.planner.files.latest)
+                    await asyncio.to_thread(self.planner.files.latest)
                 except Exception:  # the status is best effort; planning reports (and retries) real failures
-                    latest = None
-                if latest is not None:
-                    self.stats.saw_latest(latest.id, latest.time_millis)
-            await asyncio.sleep(interval)
+                    continue
+                self._note_latest()
 
     async def __aiter__(self) -> AsyncIterator[FollowBatch]:
         # Planning runs ahead of reading by one snapshot; on an object store by several, so the prefetcher has

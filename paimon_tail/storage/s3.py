@@ -218,6 +218,19 @@ class S3Client:
             conn.close()
 
 
+def read_text(file_io, path: str) -> Optional[str]:
+    """A small file's text, or None if it does not exist: one GET on S3 (a missing file is its 404), else the
+    file system's own read (HEAD + GET through pyarrow)."""
+    client = S3Client.for_file_io(file_io)
+    if client is not None:
+        data = client.get(*split_path(file_io, path))
+        return data.decode("utf-8") if data is not None else None
+    try:
+        return file_io.read_file_utf8(path)
+    except FileNotFoundError:
+        return None
+
+
 def split_path(file_io, path: str) -> Tuple[str, str]:
     """``s3://bucket/a/b`` → (``bucket``, ``a/b``)."""
     bucket, _, key = file_io.to_filesystem_path(path).partition("/")
@@ -237,4 +250,4 @@ def _error_of(body: bytes) -> Tuple[str, str]:
 
 _CLIENTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
-__all__ = ["S3Client", "S3Config", "S3RequestError", "config_from_options", "sign", "split_path"]
+__all__ = ["S3Client", "S3Config", "S3RequestError", "config_from_options", "read_text", "sign", "split_path"]

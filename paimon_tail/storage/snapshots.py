@@ -16,7 +16,7 @@ from typing import List, Optional
 from pypaimon.common.json_util import JSON
 from pypaimon.snapshot.snapshot import Snapshot
 
-from .s3 import S3Client, split_path
+from .s3 import read_text
 
 
 class SnapshotFiles:
@@ -29,7 +29,6 @@ class SnapshotFiles:
         self._pool: Optional[ThreadPoolExecutor] = None
         self._lock = threading.Lock()
         self._latest: Optional[Snapshot] = None  # the newest snapshot seen: where the next search starts
-        self._s3 = S3Client.for_file_io(self.file_io)
 
     # -- single files -------------------------------------------------------------------------------------
     def read(self, snapshot_id: int) -> Optional[Snapshot]:
@@ -50,13 +49,7 @@ class SnapshotFiles:
             return None
 
     def _read_text(self, path: str) -> Optional[str]:
-        if self._s3 is not None:  # one GET, a missing file is its 404
-            data = self._s3.get(*split_path(self.file_io, path))
-            return data.decode("utf-8") if data is not None else None
-        try:
-            return self.file_io.read_file_utf8(path)
-        except FileNotFoundError:
-            return None
+        return read_text(self.file_io, path)
 
     def _exists(self, path: str) -> bool:
         """One HEAD on an object store: opening a file asks for its size, reading it would be a second request."""

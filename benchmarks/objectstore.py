@@ -26,7 +26,7 @@ from .common import Row, Size, child_env, commit_arrow, cpu_seconds, drain_stder
 
 SIZES = {  # rows, commits, latency commits, idle seconds, catch-up rounds
     "tiny": (20_000, 4, 8, 3.0, 1),
-    "full": (500_000, 20, 60, 10.0, 3),
+    "full": (500_000, 20, 60, 10.0, 5),
 }
 LATENCIES = (0.0, 0.02)
 

@@ -155,7 +155,7 @@ def bench_echo(count: int) -> dict:
     """grpc unary echo of 100 bytes against a uvloop grpc.aio server (like the executors): the transport floor."""
     import grpc
 
-    from paimon_tail.service.security import channel_options
+    from paimon_tail.service.protocol.security import channel_options
 
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -341,7 +341,7 @@ def bench_service(wh: str, table, cfg: dict, executors: int) -> dict:
         cand = pa.table({"id": pa.array(rnd.sample(range(n), min(n, size * executors * 2)), pa.int64())})
         prep = client.prepare(cand)
         disc = client.discover_sync(time.monotonic() + 10)
-        from paimon_tail.service.bucket_hash import channels_of
+        from paimon_tail.service.keys.bucket_hash import channels_of
 
         owners = channels_of(prep.part_hashes, prep.buckets, disc.executors.num_executors)
         mine = cand.filter(pa.array(owners == 0)).slice(0, size)

@@ -155,7 +155,10 @@ def bench_echo(count: int) -> dict:
     """grpc unary echo of 100 bytes against a uvloop grpc.aio server (like the executors): the transport floor."""
     import grpc
 
-    from paimon_tail.service.protocol.security import channel_options
+    try:
+        from paimon_tail.service.protocol.security import channel_options
+    except ImportError:  # a tree before issue 13 (--product)
+        from paimon_tail.service.security import channel_options
 
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -339,12 +342,7 @@ def bench_service(wh: str, table, cfg: dict, executors: int) -> dict:
         # one executor alone: keys that all route to executor 0
         size = max(s for s in cfg["batches"] if s <= 10_000)
         cand = pa.table({"id": pa.array(rnd.sample(range(n), min(n, size * executors * 2)), pa.int64())})
-        prep = client.prepare(cand)
-        disc = client.discover_sync(time.monotonic() + 10)
-        from paimon_tail.service.keys.bucket_hash import channels_of
-
-        owners = channels_of(prep.part_hashes, prep.buckets, disc.executors.num_executors)
-        mine = cand.filter(pa.array(owners == 0)).slice(0, size)
+        mine = cand.filter(pa.array(_owned_by_first(client, cand))).slice(0, size)
         reps = max(2, cfg["batch_keys"] // mine.num_rows)
         t = time.perf_counter()
         for _ in range(reps):
@@ -394,6 +392,23 @@ def bench_service(wh: str, table, cfg: dict, executors: int) -> dict:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
     return out
+
+
+def _owned_by_first(client, keys) -> np.ndarray:
+    """Which keys the first executor serves (this tree: channels and owners; a tree before issue 13, for
+    ``--product``: Paimon's ChannelComputer over the executors)."""
+    prep = client.prepare(keys)
+    try:
+        from paimon_tail.service.client.core import Deadline
+        from paimon_tail.service.keys.bucket_hash import channels_of
+    except ImportError:
+        from paimon_tail.service.bucket_hash import channels_of
+
+        disc = client.discover_sync(time.monotonic() + 10)
+        return channels_of(prep.part_hashes, prep.buckets, disc.executors.num_executors) == 0
+    route = client.discover_sync(Deadline(10))
+    owners = route.owners[channels_of(prep.part_hashes, prep.buckets, route.channels)]
+    return owners == owners.min()
 
 
 def machine() -> dict:

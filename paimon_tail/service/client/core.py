@@ -15,7 +15,7 @@ lookup; retries are one policy (``retrying``: tenacity, jittered exponential bac
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 import numpy as np
@@ -273,6 +273,21 @@ class LookupResult:
 
 
 # ------------------------------------------------------------------------------------------------ one lookup
+def call_error(call: "Call", e: grpc.RpcError, min_snapshot: int) -> Tuple[str, bool]:
+    """(why to retry, drop the channel?) for a failed call; raises for errors no retry can fix."""
+    code = e.code()
+    who = f"executor {call.executor} at {call.address}"
+    raise_final(e, who)
+    details = e.details() or ""
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED and min_snapshot and "serves snapshot" in details:
+        raise LookupTimeout(f"{details} (waited {call.timeout:.1f}s)") from None
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        reason = f"{who} did not answer within {call.timeout:.1f}s"
+    else:
+        reason = f"{who}: {code.name} {details}".strip()
+    return reason, code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
 class Call:
     __slots__ = ("executor", "address", "positions", "request", "timeout")
 
@@ -379,17 +394,9 @@ class Lookup:
         return False
 
     def _error(self, call: Call, e: grpc.RpcError) -> bool:
-        code = e.code()
-        who = f"executor {call.executor} at {call.address}"
-        raise_final(e, who)
-        details = e.details() or ""
-        if code == grpc.StatusCode.DEADLINE_EXCEEDED and self.min_snapshot and "serves snapshot" in details:
-            raise LookupTimeout(f"{details} (waited {call.timeout:.1f}s)") from None
-        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            self._again(call.positions, f"{who} did not answer within {call.timeout:.1f}s")
-        else:
-            self._again(call.positions, f"{who}: {code.name} {details}".strip())
-        return code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        reason, drop = call_error(call, e, self.min_snapshot)
+        self._again(call.positions, reason)
+        return drop
 
     def settle(self) -> None:
         """End of an attempt: raise ``Again`` while keys are left to ask."""
@@ -431,6 +438,73 @@ class Lookup:
         return LookupResult(rows, found.tolist(), missing, self.snapshots, prep, self.failed, self.schemas)
 
 
+class OneKey:
+    """``get``: one key, one call, its row as a dict. The same plan → absorb → settle as ``Lookup``, without
+    numpy or Arrow tables: the key goes typed (``LookupRequest.key``) when its columns are integers or strings,
+    and the row is read straight into a dict (``wire.FirstRow``)."""
+
+    def __init__(self, table: str, request: pb.LookupRequest, bucket: int, part_hash: int,
+                 min_snapshot: Optional[int], deadline: Deadline, call_timeout: float, first_row: Callable) -> None:
+        self.table = table
+        self.request = request
+        self.bucket = bucket
+        self.part_hash = part_hash
+        self.min_snapshot = min_snapshot or 0
+        self.deadline = deadline
+        self.call_timeout = call_timeout
+        self._first_row = first_row
+        self.attempts = 0
+        self.row: Optional[Dict[str, Any]] = None
+        self.failure = ""
+        self.snapshot_id = self.schema_id = 0
+        self._reason = ""
+
+    def plan(self, route: Route) -> List[Call]:
+        ex = route.owner(self.part_hash, self.bucket)
+        info = route.executors.get(ex)
+        if ex < 0 or info is None or not info.address or not info.alive:
+            self._reason = f"no executor serves this key now (executor {ex} is not available)" if ex >= 0 else \
+                "no executor serves this key now (waiting for one to join)"
+            return []
+        left = self.deadline.left()
+        if left <= 0:
+            self._reason = f"executor {ex} at {info.address}: out of time"
+            return []
+        return [Call(ex, info.address, None, self.request, left if self.min_snapshot else min(self.call_timeout, left))]
+
+    def absorb(self, call: Call, outcome: Any) -> bool:
+        if isinstance(outcome, grpc.RpcError):
+            self._reason, drop = call_error(call, outcome, self.min_snapshot)
+            return drop
+        self.snapshot_id, self.schema_id = outcome.snapshot_id, outcome.schema_id
+        if len(outcome.failed):
+            failed = outcome.failed[0]
+            if failed.retry:
+                self._reason = f"executor {call.executor} at {call.address}: {failed.reason}"
+            else:
+                self.failure = failed.reason
+            return False
+        try:
+            self.row = self._first_row(outcome.rows_ipc) if len(outcome.found) else None
+        except Exception as e:
+            raise ServiceError(f"executor {call.executor} sent an unreadable answer: {e}") from None
+        return False
+
+    def settle(self) -> None:
+        if self._reason:
+            reason, self._reason = self._reason, ""
+            self.attempts += 1
+            raise Again(reason)
+
+    def give_up(self, reason: str) -> LookupTimeout:
+        return LookupTimeout(f"lookup in {self.table} did not complete within {self.deadline.total:g}s: {reason}")
+
+    def result(self) -> Optional[Dict[str, Any]]:
+        if self.failure:
+            raise ServiceError(self.failure)
+        return self.row
+
+
 def check_select(select: Optional[Sequence[str]], columns, refresh: Callable[[], Sequence[str]]) -> None:
     """Refuse unknown ``--select`` columns; a column the client does not know yet may have been added since it
     read the schema, so it reads the schema again before refusing."""
@@ -445,6 +519,6 @@ def check_select(select: Optional[Sequence[str]], columns, refresh: Callable[[],
                          hint=f"columns are {', '.join(columns)}")
 
 
-__all__ = ["Again", "Call", "Deadline", "Lookup", "LookupResult", "LookupTimeout", "Prepared", "Route",
+__all__ = ["Again", "Call", "Deadline", "Lookup", "LookupResult", "LookupTimeout", "OneKey", "Prepared", "Route",
            "check_registration", "check_select", "discovery_deadline", "raise_final", "retrying", "run_async",
            "run_sync", "unreachable", "unreachable_error"]

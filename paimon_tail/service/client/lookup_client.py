@@ -34,7 +34,8 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
 from ..protocol.security import Security, make_channel, make_sync_channel
-from .core import (Again, Deadline, Lookup, LookupResult, LookupTimeout, Prepared, Route, check_registration,
+from ..protocol.wire import FirstRow, ipc_stream
+from .core import (Again, Deadline, Lookup, LookupResult, LookupTimeout, OneKey, Prepared, Route, check_registration,
                    check_select, discovery_deadline, raise_final, retrying, run_async, run_sync, unreachable,
                    unreachable_error)
 
@@ -67,8 +68,9 @@ class LookupClient:
         self.batch_size = max(1, batch_size)
         self.max_in_flight = max(1, max_in_flight)
         self._metadata = self.security.metadata()
+        self._first_row = FirstRow()
         self._route: Optional[Route] = None
-        self._one_key = all(self.parser.types[k].split("(")[0].strip().upper() in _INT_TYPES + _TEXT_TYPES
+        self._typed_key = all(self.parser.types[k].split("(")[0].strip().upper() in _INT_TYPES + _TEXT_TYPES
                             for k in self.parser.names)
         # async transport: channels of the running loop
         self._channels: Dict[str, grpc.aio.Channel] = {}
@@ -128,7 +130,7 @@ class LookupClient:
         if len(keys) == 1:  # one key: Paimon's hash in plain Python, no Arrow unless the key needs it
             key = keys[0] if parsed else self.parser.coerce(keys[0], 0)
             one = None
-            if self._one_key:
+            if self._typed_key:
                 one = [pb.Value(int=v) if isinstance(v, int) else pb.Value(text=v)
                        for v in (key[k] for k in self.parser.names)]
             return Prepared(np.asarray([routing.bucket(key)], dtype=np.int32),
@@ -167,6 +169,24 @@ class LookupClient:
         check_select(select, self.meta.field_names, self.refresh_schema)
         return Lookup(self.name, prep, select, min_snapshot, Deadline(self.timeout if timeout is None else timeout),
                       self.call_timeout, self.batch_size, self._empty_schema)
+
+    def _one_key(self, key: Any, select, min_snapshot, timeout) -> OneKey:
+        key = self.parser.coerce(key, 0)
+        routing = self.routing
+        bucket = routing.bucket(key)
+        select = list(select or ())
+        check_select(select, self.meta.field_names, self.refresh_schema)
+        if self._typed_key:
+            values = [key[k] for k in self.parser.names]
+            request = pb.LookupRequest(table=self.name, buckets=[bucket], select=select,
+                                       min_snapshot_id=min_snapshot or 0, protocol_version=PROTOCOL_VERSION,
+                                       key=[pb.Value(int=v) if isinstance(v, int) else pb.Value(text=v) for v in values])
+        else:
+            request = pb.LookupRequest(table=self.name, buckets=[bucket], select=select,
+                                       min_snapshot_id=min_snapshot or 0, protocol_version=PROTOCOL_VERSION,
+                                       keys_ipc=ipc_stream(self.parser.to_arrow([key])))
+        return OneKey(self.name, request, bucket, routing.partition_hash(routing.partition_of(key)), min_snapshot,
+                      Deadline(self.timeout if timeout is None else timeout), self.call_timeout, self._first_row)
 
     def _registration(self) -> regmod.Registration:
         reg = regmod.parse(self.meta.read_text(regmod.SERVICE_FILE))
@@ -286,8 +306,21 @@ class LookupClient:
                 if isinstance(item, asyncio.Future):
                     item.cancel()
 
-    async def get(self, key: Any, **kwargs) -> Optional[Dict[str, Any]]:
-        return _one_row(await self.lookup([key], **kwargs))
+    async def get(self, key: Any, *, select: Optional[Sequence[str]] = None, min_snapshot: Optional[int] = None,
+                  timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:
+        """The latest row of one key as a dict, or None; a key the service cannot answer raises ``ServiceError``."""
+        self._bind_loop()
+        op = self._one_key(key, select, min_snapshot, timeout)
+
+        async def attempt() -> None:
+            route = await self.discover(op.deadline, force=op.attempts > 0)
+            for call in op.plan(route):
+                if op.absorb(call, await self._send(call)):
+                    await self._drop_channel(call.address)
+            op.settle()
+
+        await run_async(attempt, lambda: retrying(op.deadline, op.give_up))
+        return op.result()
 
     async def executors(self) -> pb.ExecutorsResponse:
         return (await self.discover(Deadline(self.timeout), force=True)).response
@@ -399,8 +432,27 @@ class LookupClient:
         run_sync(attempt, lambda: retrying(op.deadline, op.give_up))
         return op.result()
 
-    def get_sync(self, key: Any, **kwargs) -> Optional[Dict[str, Any]]:
-        return _one_row(self.lookup_sync([key], **kwargs))
+    def get_sync(self, key: Any, *, select: Optional[Sequence[str]] = None, min_snapshot: Optional[int] = None,
+                 timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:
+        """``get`` without an event loop."""
+        op = self._one_key(key, select, min_snapshot, timeout)
+
+        def attempt() -> None:
+            route = self.discover_sync(op.deadline, force=op.attempts > 0)
+            calls = op.plan(route)
+            if calls:
+                call = calls[0]
+                try:
+                    outcome = self._sync_stub(call.address).Lookup(call.request, timeout=call.timeout,
+                                                                   metadata=self._metadata)
+                except grpc.RpcError as e:
+                    outcome = e
+                if op.absorb(call, outcome):
+                    self._drop_sync_channel(call.address)
+            op.settle()
+
+        run_sync(attempt, lambda: retrying(op.deadline, op.give_up))
+        return op.result()
 
     def executors_sync(self) -> pb.ExecutorsResponse:
         return self.discover_sync(Deadline(self.timeout), force=True).response
@@ -431,11 +483,6 @@ class LookupClient:
 
     def __exit__(self, *exc) -> None:
         self.close_sync()
-
-
-def _one_row(result: LookupResult) -> Optional[Dict[str, Any]]:
-    result.raise_failed()
-    return result.rows.to_pylist()[0] if result.found else None
 
 
 def _status_error(e: grpc.RpcError, address: str) -> ServiceError:

@@ -17,7 +17,7 @@ import pyarrow as pa
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol.changes import BucketKey
-from ..protocol.wire import ipc_stream
+from ..protocol.wire import ipc_stream, stream_of
 from .mirror import partition_path
 from .state import TableState, View
 from .store import key_hashes
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 INLINE_KEYS = 64  # batches up to this size are answered on the loop (no thread hop)
 _SIGN = 1 << 63
 _M64 = (1 << 64) - 1
+_NOT_HERE = object()
 
 
 class Refused(Exception):
@@ -65,12 +66,12 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
 
     # -- one key, without Arrow on the way in --------------------------------------------------------------
     async def _one(self, state: TableState, request, context):
-        ex = self.ex
-        if len(request.key) != len(state.key_names) or len(request.buckets) != 1:
+        kinds = state.key_kinds
+        if len(request.key) != len(kinds) or len(request.buckets) != 1:
             raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"{len(request.key)} key values and "
-                          f"{len(request.buckets)} buckets for a key of {len(state.key_names)} columns")
+                          f"{len(request.buckets)} buckets for a key of {len(kinds)} columns")
         values = []
-        for value, kind in zip(request.key, state.key_kinds):
+        for value, kind in zip(request.key, kinds):
             got = value.WhichOneof("kind")
             if got != kind:
                 raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"keys do not fit the key columns: a {got} value "
@@ -79,38 +80,42 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
         bucket = request.buckets[0]
         if not 0 <= bucket < state.routing.num_buckets:
             raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "bucket out of range")
-        view = await self._view(state, request, context)
-        columns = self._columns(view, request)
+        view = await self._view(state, request, context) if request.min_snapshot_id > 0 else state.view
+        if not view.ready:
+            raise Refused(grpc.StatusCode.UNAVAILABLE, f"executor {self.ex.index} is still loading {state.name}")
+        columns = self._columns(view, request) if len(request.select) else None
         key = (tuple(values[i] for i in state.partition_positions), bucket)
+        ex = self.ex
         ex.requests += 1
         ex.keys_looked_up += 1
-        problem = self._problem(state, view, key)
-        if problem is not None:
-            if request.protocol_version < 2:
-                raise Refused(problem.code, problem.reason)
-            return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
-                                     rows_ipc=state.empty_rows(view, columns),
-                                     failed=[pb.FailedKeys(positions=[0], reason=problem.reason, retry=problem.retry)])
-        store = view.stores.get(key)
-        hit = None
+        store = view.answering.get(key, _NOT_HERE)
+        if store is _NOT_HERE:
+            problem = self._problem(state, view, key)
+            if problem is not None:
+                if request.protocol_version < 2:
+                    raise Refused(problem.code, problem.reason)
+                return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
+                                         rows_ipc=state.empty_rows(view, columns), failed=[
+                                             pb.FailedKeys(positions=[0], reason=problem.reason, retry=problem.retry)])
+            store = None  # a served bucket without rows yet
         if store is not None:
             if store.exact:
                 v = values[0]
                 if not -_SIGN <= v < _SIGN:
                     raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "keys do not fit the key columns: out of range")
                 hit = store.find_exact(np.uint64((v & _M64) ^ _SIGN))
+                if hit is not None:
+                    return pb.LookupResponse(
+                        snapshot_id=view.snapshot_id, schema_id=view.schema_id, found=(0,),
+                        rows_ipc=stream_of(state.schema_message(view, columns), hit[0].row(hit[1], columns)))
             else:
                 keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, values)}, schema=state.key_schema)
                 req, rows = store.lookup(keys, None, columns)
                 if len(req):
                     return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
-                                             rows_ipc=ipc_stream(rows), found=[0])
-        if hit is None:
-            return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
-                                     rows_ipc=state.empty_rows(view, columns))
-        segment, row = hit
+                                             rows_ipc=ipc_stream(rows), found=(0,))
         return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
-                                 rows_ipc=ipc_stream(segment.row(row, columns)), found=[0])
+                                 rows_ipc=state.empty_rows(view, columns))
 
     # -- a batch of keys as Arrow --------------------------------------------------------------------------
     async def _batch(self, state: TableState, request, context):

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from ..keys.routing import TableRouting
 from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec
-from ..protocol.wire import ipc_stream
+from ..protocol.wire import ipc_stream, schema_bytes
 from .mirror import LocalMirror, partition_path
 from .store import BucketStore
 
@@ -77,6 +77,9 @@ class View:
     broken: Dict[BucketKey, str] = field(default_factory=dict)  # buckets that cannot be served, and why
     served: FrozenSet[int] = frozenset()  # channels loaded and owned
     schema: Optional[pa.Schema] = None  # the rows' schema (the table's at schema_id)
+    # the buckets this view answers for (served channel, not broken) → their store (None: no rows): one dict
+    # lookup decides a one-key request; filled by ``TableState.open``
+    answering: Dict[BucketKey, Optional[BucketStore]] = field(default_factory=dict)
 
     def keys_held(self) -> int:
         return sum(s.rows for s in self.stores.values())
@@ -100,6 +103,7 @@ class TableState:
         self.key_names = list(self.routing.primary_keys)
         self.partition_positions = [self.key_names.index(k) for k in self.routing.partition_keys]
         self._empty: Dict[tuple, bytes] = {}
+        self._messages: Dict[tuple, bytes] = {}
         self.mirror = LocalMirror(table, os.path.join(root, "files"))
         self._use(table)
         self.view = View(schema=self.schema, schema_id=self.table.table_schema.id)
@@ -120,13 +124,23 @@ class TableState:
         self.key_kinds = [key_kind(t) for t in self.key_types]
         self.mirror.use(table)
 
+    def _out_schema(self, view: View, columns: Optional[Sequence[str]]) -> pa.Schema:
+        return view.schema if not columns else pa.schema([view.schema.field(c) for c in columns])
+
     def empty_rows(self, view: View, columns: Optional[Sequence[str]]) -> bytes:
         """An Arrow IPC stream of no rows with the view's schema (cached: every miss answers it)."""
         cache_key = (view.schema_id, tuple(columns) if columns else None)
         data = self._empty.get(cache_key)
         if data is None:
-            schema = view.schema if not columns else pa.schema([view.schema.field(c) for c in columns])
-            data = self._empty[cache_key] = ipc_stream(schema.empty_table())
+            data = self._empty[cache_key] = ipc_stream(self._out_schema(view, columns).empty_table())
+        return data
+
+    def schema_message(self, view: View, columns: Optional[Sequence[str]]) -> bytes:
+        """The Arrow IPC schema message of the rows answered (cached: no schema hashing per answer)."""
+        cache_key = (view.schema_id, tuple(columns) if columns else None)
+        data = self._messages.get(cache_key)
+        if data is None:
+            data = self._messages[cache_key] = schema_bytes(self._out_schema(view, columns))
         return data
 
     def at_schema(self, schema_id: int) -> bool:
@@ -244,6 +258,7 @@ class TableState:
             new = View(snapshot_id=snapshot_id, schema_id=self.table.table_schema.id, commit_ms=commit_ms,
                        ready=True, stores=prepared.stores, files=prepared.files, broken=prepared.broken,
                        served=self.owned if full else v.served, schema=self.schema)
+        new = self._opened(new)
         async with self.changed:
             self.view = new
             self.changed.notify_all()
@@ -260,4 +275,10 @@ class TableState:
         self.channels = channels
         self.owned = frozenset(owned)
         if served != v.served:
-            self.view = replace(v, served=served)
+            self.view = self._opened(replace(v, served=served))
+
+    def _opened(self, view: View) -> View:
+        """``view`` with ``answering`` filled: every bucket of a served channel that is not broken."""
+        answering = {key: store for key, store in view.stores.items()
+                     if key not in view.broken and self.channel_of(key) in view.served}
+        return replace(view, answering=answering)

@@ -196,7 +196,7 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
     if stopped_by and stopped_by[0] == signal.SIGINT:
         raise KeyboardInterrupt
     if not stopped_by and executor.stop_reason:
-        raise ServiceError(f"executor {executor.index} stopped: {executor.stop_reason}")
+        raise ServiceError(f"the executor stopped: {executor.stop_reason}")
 
 
 # ------------------------------------------------------------------------------------------------------ status

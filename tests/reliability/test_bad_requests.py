@@ -242,3 +242,31 @@ def test_bad_registration_file(unserved, name):
     assert time.monotonic() - t0 < 2.5  # never waits for a lease or hangs on a dead address
     r = run_cli("lookup", "db.kv", "1", "--warehouse", unserved.path)
     assert r.returncode == 1 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_version_1_client_is_served(svc):
+    """A client of protocol 1 (no protocol_version in its requests) routes with ChannelComputer over
+    ``num_executors`` and indexes ``executors`` by the result: the coordinator answers it one entry per channel, so
+    its lookups land on the executor that serves the key and are answered."""
+    from paimon_tail.service.keys.binary_row import channel
+    from paimon_tail.service.protocol import lookup_pb2_grpc as pbg
+
+    with grpc.insecure_channel(svc["address"]) as ch:
+        resp = pbg.AddressServiceStub(ch).Executors(pb.ExecutorsRequest(table="db.kv"), timeout=5)
+    assert resp.num_executors == 16 and len(resp.executors) == 16 and not resp.owners  # the default 16 channels
+    r = svc["routing"]
+    part = r.partition_hash(())
+    groups: dict = {}
+    for k in range(0, 3000, 7):
+        b = r.bucket({"k": k})
+        groups.setdefault(channel(part, b, resp.num_executors), []).append((k, b))
+    got = {}
+    for ex, keys in groups.items():
+        with grpc.insecure_channel(resp.executors[ex].address) as ch:
+            answer = pbg.ExecutorServiceStub(ch).Lookup(pb.LookupRequest(
+                table="db.kv", keys_ipc=ipc(pa.table({"k": pa.array([k for k, _ in keys], pa.int32())})),
+                buckets=[b for _, b in keys]), timeout=5)
+        assert not answer.failed
+        rows = pa.ipc.open_stream(answer.rows_ipc).read_all().to_pylist()
+        got.update({row["k"]: row["v"] for row in rows})
+    assert got == {k: f"v{k}" for k in range(0, 3000, 7)}

@@ -16,12 +16,17 @@ import signal
 import threading
 import time
 
+import grpc
+import pyarrow as pa
 import pytest
 
 from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
 from paimon_tail.service.keys.routing import TableRouting
+from paimon_tail.service.protocol import lookup_pb2 as pb
+from paimon_tail.service.protocol import lookup_pb2_grpc as pbg
+from paimon_tail.service.protocol.wire import ipc_stream
 
 from ..service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, owner_of, run_cli, wait_until
 
@@ -247,6 +252,15 @@ def test_missing_and_corrupt_data_files(kv):
             assert r.rows.to_pylist() == [oracle[(k,)] for k in good[:50]]
             with pytest.raises(ServiceError, match=f"bucket {corrupt} of db.kv cannot be served: "):
                 c.get_sync(bad)
+            # a version 1 client (no protocol_version) gets the whole call refused, as before: DATA_LOSS
+            executor = {e.index: e.address for e in c.executors_sync().executors}[owner_of(c)((), corrupt)]
+            with grpc.insecure_channel(executor) as ch:
+                with pytest.raises(grpc.RpcError) as refused:
+                    pbg.ExecutorServiceStub(ch).Lookup(pb.LookupRequest(
+                        table="db.kv", keys_ipc=ipc_stream(pa.table({"k": pa.array([good[0], bad], pa.int32())})),
+                        buckets=[bucket_of[good[0]], corrupt]), timeout=5)
+            assert refused.value.code() == grpc.StatusCode.DATA_LOSS
+            assert f"bucket {corrupt} of db.kv cannot be served" in refused.value.details()
 
             # another bucket's file vanishes from the warehouse; its executor is killed and must copy it again
             gone = next(b for b in range(4) if b != corrupt)

@@ -231,6 +231,7 @@ class Executor:
     async def _join_loop(self) -> None:
         last_ok = time.monotonic()
         delay = 0.2
+        said = False
         while not self._stop.is_set():
             self._joined = False
             try:
@@ -251,14 +252,20 @@ class Executor:
                 self.stop_reason = f"failed to apply a change: {type(e).__name__}: {e}"
                 return
             if self._joined:
-                last_ok, delay = time.monotonic(), 0.2
+                last_ok, delay, said = time.monotonic(), 0.2, False
             if not self.spec.rejoin:
                 self.stop_reason = why
                 return
             if time.monotonic() - last_ok > self.spec.orphan_timeout:
                 self.stop_reason = f"{why}; gave up after {self.spec.orphan_timeout:.0f}s"
                 return
-            log.warning("executor %d: %s; joining again", self.index, why)
+            if not said:  # once per outage
+                said = True
+                message = f"{why}; trying again for {self.spec.orphan_timeout:.0f}s"
+                if self.announce is not None:
+                    self.announce(message)
+                else:
+                    log.warning("executor %d: %s", self.index, message)
             try:
                 await asyncio.wait_for(self._stop.wait(), delay)
             except asyncio.TimeoutError:

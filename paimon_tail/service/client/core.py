@@ -206,11 +206,12 @@ class LookupResult:
     """Found rows (request order), their request positions, the positions not found, those that could not be
     answered (``failed``: position → reason), and the snapshot and schema each executor answered at."""
 
-    __slots__ = ("rows", "found", "missing", "failed", "snapshot_ids", "schema_ids", "_prepared", "_keys")
+    __slots__ = ("rows", "found", "missing", "failed", "snapshot_ids", "schema_ids", "_prepared", "_keys", "_at")
 
     def __init__(self, rows: pa.Table, found: List[int], missing: List[int],
                  snapshot_ids: Optional[Dict[int, int]] = None, prepared: Optional[Prepared] = None,
-                 failed: Optional[Dict[int, str]] = None, schema_ids: Optional[Dict[int, int]] = None) -> None:
+                 failed: Optional[Dict[int, str]] = None, schema_ids: Optional[Dict[int, int]] = None,
+                 answered_at: Optional[np.ndarray] = None) -> None:
         self.rows = rows  # found rows, ordered by request position
         self.found = found  # request position of each row
         self.missing = missing  # request positions not found (absent or deleted)
@@ -219,6 +220,7 @@ class LookupResult:
         self.schema_ids = schema_ids if schema_ids is not None else {}  # executor index → schema id
         self._prepared = prepared
         self._keys: Optional[List[Dict[str, Any]]] = prepared.keys if prepared is not None else None
+        self._at = answered_at
 
     @property
     def key_table(self) -> pa.Table:
@@ -242,6 +244,10 @@ class LookupResult:
 
     def __len__(self) -> int:
         return self._prepared.n if self._prepared is not None else 0
+
+    def snapshot_of(self, pos: int) -> int:
+        """The snapshot the answer for the key at ``pos`` (its row, or its absence) reflects."""
+        return int(self._at[pos]) if self._at is not None else self.snapshot_id
 
     @property
     def snapshot_id(self) -> int:
@@ -320,6 +326,7 @@ class Lookup:
         self.attempts = 0
         self._retry: List[np.ndarray] = []
         self._reasons: List[str] = []
+        self.answered_at = np.zeros(prepared.n, dtype=np.int64)  # the snapshot of each key's answer
 
     # -- plan ---------------------------------------------------------------------------------------------
     def plan(self, route: Route) -> List[Call]:
@@ -377,6 +384,7 @@ class Lookup:
         except Exception as e:
             raise ServiceError(f"executor {call.executor} sent an unreadable answer: {e}") from None
         ex = call.executor
+        self.answered_at[call.positions] = outcome.snapshot_id
         self.snapshots[ex] = min(self.snapshots.get(ex, outcome.snapshot_id), outcome.snapshot_id)
         self.schemas[ex] = max(self.schemas.get(ex, outcome.schema_id), outcome.schema_id)
         if self.schema is None or len(table.schema) > len(self.schema):
@@ -435,7 +443,8 @@ class Lookup:
             if self.failed:
                 mask[list(self.failed)] = False
             missing = np.flatnonzero(mask).tolist()
-        return LookupResult(rows, found.tolist(), missing, self.snapshots, prep, self.failed, self.schemas)
+        return LookupResult(rows, found.tolist(), missing, self.snapshots, prep, self.failed, self.schemas,
+                            self.answered_at)
 
 
 class OneKey:

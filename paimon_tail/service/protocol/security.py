@@ -6,6 +6,7 @@ constant time).
 """
 from __future__ import annotations
 
+import asyncio
 import hmac
 import os
 from dataclasses import dataclass
@@ -99,9 +100,19 @@ def _refusal(handler, message: str):
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
         yield  # pragma: no cover - never reached: an async generator, as a streaming handler must be
 
+    async def bidi(requests, context):
+        # Take what the caller sent first: ending the call before its first message is read races the caller's
+        # write, and the caller then sees INTERNAL instead of UNAUTHENTICATED.
+        try:
+            await asyncio.wait_for(requests.__anext__(), 1.0)
+        except Exception:  # noqa: BLE001 - nothing sent, a timeout, a broken stream: refuse all the same
+            pass
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        yield  # pragma: no cover - never reached
+
     passthrough = dict(request_deserializer=lambda b: b, response_serializer=lambda b: b)
     if handler is not None and handler.request_streaming and handler.response_streaming:
-        return grpc.stream_stream_rpc_method_handler(streaming, **passthrough)
+        return grpc.stream_stream_rpc_method_handler(bidi, **passthrough)
     if handler is not None and handler.request_streaming:
         return grpc.stream_unary_rpc_method_handler(unary, **passthrough)
     if handler is not None and handler.response_streaming:

@@ -659,5 +659,5 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     if __package__ in (None, ""):
-        sys.path.insert(0, str(ROOT))
+        sys.path.append(str(ROOT))  # after PYTHONPATH: --ab runs each side with its own tree first
     sys.exit(main())

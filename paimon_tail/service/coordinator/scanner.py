@@ -29,7 +29,7 @@ from ...stream.planner import SnapshotPlanner
 from ...stream.walker import SnapshotWalker
 from ..keys.routing import TableRouting
 from ..protocol import lookup_pb2 as pb
-from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec
+from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec, table_mode
 from .registry import Registry
 
 log = logging.getLogger(__name__)
@@ -38,25 +38,6 @@ ADD, DELETE = 0, 1
 # A service polls a little slower than a follower on object stores: it also renews its registration (a PUT every
 # lease/3 s) and checks for gaps, and should stay under 5 requests/s per table when idle.
 SERVICE_REMOTE_POLL_INTERVAL = 0.3
-
-
-def table_mode(table) -> str:
-    """How an executor keeps a table's buckets current.
-
-    * ``dedup``: deduplicate engine, no sequence field, deletes honoured → new level-0 files upsert the index;
-    * ``merge``: other merge engines → re-merge a bucket when it changes (COMPACT snapshots keep content);
-    * ``skip0``: batch reads ignore level-0 files (first-row) → re-merge on every change, compactions included;
-    * ``dv``: deletion vectors → the scanner sends full splits (deletion files come from index manifests).
-    """
-    opts = table.options
-    if opts.deletion_vectors_enabled():
-        return "dv"
-    if opts.batch_scan_skip_level0():
-        return "skip0"
-    engine = str(opts.merge_engine()).lower().replace("mergeengine.", "")
-    if "dedup" in engine and not opts.sequence_field() and not opts.ignore_delete():
-        return "dedup"
-    return "merge"
 
 
 class TableScanner:
@@ -129,9 +110,9 @@ class TableScanner:
         return changes
 
     # -- sending ------------------------------------------------------------------------------------------
-    def _send_full(self, snapshot, targets: Set[int], buckets: Optional[Dict[BucketKey, BucketFiles]] = None) -> None:
-        if buckets is None:
-            buckets = self._full_buckets(snapshot)
+    def _send_full(self, snapshot, targets: Set[int], buckets: Dict[BucketKey, BucketFiles]) -> None:
+        """Each target's buckets (by the current assignment) at ``snapshot``; on the loop, so that the assignment
+        the buckets are chosen by is the last one sent to each target before this message."""
         per: Dict[int, List] = {i: [] for i in targets}
         for key, files in buckets.items():
             owner = self.owner(*key)
@@ -201,7 +182,8 @@ class TableScanner:
             except SnapshotGap as gap:
                 log.warning("%s: %s; resending full state", self.name, gap)
                 latest = await self.retry.call(self.planner.latest)
-                self._send_full(latest, set(self.registry.indices()))
+                buckets = await self.retry.call(self._full_buckets, latest)
+                self._send_full(latest, set(self.registry.indices()), buckets)
                 self.snapshot = latest
                 next_id = latest.id + 1
                 continue

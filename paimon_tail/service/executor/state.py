@@ -23,31 +23,12 @@ from typing import Dict, FrozenSet, List, Optional, Sequence
 import pyarrow as pa
 
 from ..keys.routing import TableRouting
-from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec
+from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec, table_mode
 from ..protocol.wire import ipc_stream, schema_bytes
 from .mirror import LocalMirror, partition_path
 from .store import BucketStore
 
 OVERLAY_LIMIT = 200_000  # re-merge a bucket once its overlays hold this many rows (or a quarter of the base)
-
-
-def table_mode(table) -> str:
-    """How an executor keeps a table's buckets current.
-
-    * ``dedup``: deduplicate engine, no sequence field, deletes honoured → new level-0 files upsert the index;
-    * ``merge``: other merge engines → re-merge a bucket when it changes (COMPACT snapshots keep content);
-    * ``skip0``: batch reads ignore level-0 files (first-row) → re-merge on every change, compactions included;
-    * ``dv``: deletion vectors → the scanner sends full splits (deletion files come from index manifests).
-    """
-    opts = table.options
-    if opts.deletion_vectors_enabled():
-        return "dv"
-    if opts.batch_scan_skip_level0():
-        return "skip0"
-    engine = str(opts.merge_engine()).lower().replace("mergeengine.", "")
-    if "dedup" in engine and not opts.sequence_field() and not opts.ignore_delete():
-        return "dedup"
-    return "merge"
 
 
 def key_kind(arrow_type: pa.DataType) -> Optional[str]:

@@ -49,6 +49,25 @@ class BucketChange:
     replace: Optional[BucketFiles] = None
 
 
+def table_mode(table) -> str:
+    """How an executor keeps a table's buckets current (and so what the scanner sends it).
+
+    * ``dedup``: deduplicate engine, no sequence field, deletes honoured → new level-0 files upsert the index;
+    * ``merge``: other merge engines → re-merge a bucket when it changes (COMPACT snapshots keep content);
+    * ``skip0``: batch reads ignore level-0 files (first-row) → re-merge on every change, compactions included;
+    * ``dv``: deletion vectors → the scanner sends full splits (deletion files come from index manifests).
+    """
+    opts = table.options
+    if opts.deletion_vectors_enabled():
+        return "dv"
+    if opts.batch_scan_skip_level0():
+        return "skip0"
+    engine = str(opts.merge_engine()).lower().replace("mergeengine.", "")
+    if "dedup" in engine and not opts.sequence_field() and not opts.ignore_delete():
+        return "dedup"
+    return "merge"
+
+
 class RowCodec:
     """Partition values and primary keys as Paimon ``BinaryRow`` bytes, for one table."""
 
@@ -163,4 +182,4 @@ class RowCodec:
         return dict(self.change_of(c) for c in msg.changes)
 
 
-__all__ = ["BucketChange", "BucketFiles", "BucketKey", "RowCodec"]
+__all__ = ["BucketChange", "BucketFiles", "BucketKey", "RowCodec", "table_mode"]

@@ -1,6 +1,7 @@
 """Query service figures, with baselines measured in the same run.
 
     .venv/bin/python benchmarks/lookup.py [--size tiny|small|full|huge] [--rows N] [--executors 2] [--json out.json]
+    .venv/bin/python benchmarks/lookup.py --ab /tmp/before [--rounds 3] [--size small]   # this tree vs another
     from benchmarks.lookup import run; run("tiny")          # the benchmark entry point's way (returns a dict)
 
 Writes a primary-key table (id BIGINT, name STRING, amount DOUBLE; 4 buckets) with pypaimon into a temp
@@ -155,7 +156,10 @@ def bench_echo(count: int) -> dict:
     """grpc unary echo of 100 bytes against a uvloop grpc.aio server (like the executors): the transport floor."""
     import grpc
 
-    from paimon_tail.service.security import channel_options
+    try:
+        from paimon_tail.service.protocol.security import channel_options
+    except ImportError:  # a tree before issue 13 (--product)
+        from paimon_tail.service.security import channel_options
 
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -339,12 +343,7 @@ def bench_service(wh: str, table, cfg: dict, executors: int) -> dict:
         # one executor alone: keys that all route to executor 0
         size = max(s for s in cfg["batches"] if s <= 10_000)
         cand = pa.table({"id": pa.array(rnd.sample(range(n), min(n, size * executors * 2)), pa.int64())})
-        prep = client.prepare(cand)
-        disc = client.discover_sync(time.monotonic() + 10)
-        from paimon_tail.service.bucket_hash import channels_of
-
-        owners = channels_of(prep.part_hashes, prep.buckets, disc.executors.num_executors)
-        mine = cand.filter(pa.array(owners == 0)).slice(0, size)
+        mine = cand.filter(pa.array(_owned_by_first(client, cand))).slice(0, size)
         reps = max(2, cfg["batch_keys"] // mine.num_rows)
         t = time.perf_counter()
         for _ in range(reps):
@@ -394,6 +393,23 @@ def bench_service(wh: str, table, cfg: dict, executors: int) -> dict:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
     return out
+
+
+def _owned_by_first(client, keys) -> np.ndarray:
+    """Which keys the first executor serves (this tree: channels and owners; a tree before issue 13, for
+    ``--product``: Paimon's ChannelComputer over the executors)."""
+    prep = client.prepare(keys)
+    try:
+        from paimon_tail.service.client.core import Deadline
+        from paimon_tail.service.keys.bucket_hash import channels_of
+    except ImportError:
+        from paimon_tail.service.bucket_hash import channels_of
+
+        disc = client.discover_sync(time.monotonic() + 10)
+        return channels_of(prep.part_hashes, prep.buckets, disc.executors.num_executors) == 0
+    route = client.discover_sync(Deadline(10))
+    owners = route.owners[channels_of(prep.part_hashes, prep.buckets, route.channels)]
+    return owners == owners.min()
 
 
 def machine() -> dict:
@@ -509,6 +525,99 @@ def run(size: str = "tiny", rows: Optional[int] = None, executors: int = 2, buck
     return out
 
 
+# ------------------------------------------------------------------------------------------------ before/after
+def measure(wh: str, rounds: int, keys: int, executors: int) -> dict:
+    """One product (whatever ``paimon_tail`` imports as): its ``serve`` on the table of ``wh``, then single-key
+    ``get_sync`` and a grpc echo alternating in blocks of 200 calls (the same moments of a loaded machine), then
+    batches of 1k and 10k keys."""
+    import grpc
+
+    from paimon_tail.catalog import catalog_config
+    from paimon_tail.service.client import LookupClient
+
+    env = dict(os.environ, PYTHONSAFEPATH="1")
+    proc = subprocess.Popen([sys.executable, "-m", "paimon_tail", "serve", "db.t", "--warehouse", wh,
+                             "--executors", str(executors)], stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env=env, cwd=tempfile.gettempdir())
+    for line in proc.stderr:
+        if "ready in" in line:
+            break
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    echo_proc = ctx.Process(target=_echo_server, args=(q,), daemon=True)
+    echo_proc.start()
+    out: dict = {}
+    try:
+        channel = grpc.insecure_channel(f"127.0.0.1:{q.get(timeout=30)}")
+        echo = channel.unary_unary("/bench.Echo/Echo", request_serializer=lambda b: b,
+                                   response_deserializer=lambda b: b)
+        payload = b"x" * 100
+        client = LookupClient("db.t", catalog_config(wh), timeout=30)
+        rnd = random.Random(1)
+        n = keys
+        client.get_sync(1)
+        lat = {"get": [], "echo": []}
+        for _ in range(rounds):
+            for name, call in (("echo", lambda: echo(payload)), ("get", lambda: client.get_sync(rnd.randrange(n)))):
+                for _ in range(20):
+                    call()
+                for _ in range(200):
+                    t = time.perf_counter()
+                    call()
+                    lat[name].append((time.perf_counter() - t) * 1000)
+        for name, values in lat.items():
+            out[f"{name}_p50_ms"] = round(pct(values, 0.5), 3)
+            out[f"{name}_p99_ms"] = round(pct(values, 0.99), 3)
+        out["get_vs_echo_p50"] = round(out["get_p50_ms"] / out["echo_p50_ms"], 2)
+        for size in (1000, 10_000):
+            batch = [rnd.randrange(n) for _ in range(size)]
+            client.lookup_sync(batch)
+            reps = max(3, 200_000 // size)
+            t = time.perf_counter()
+            for _ in range(reps):
+                r = client.lookup_sync(batch)
+            out[f"batch_{size}_keys_per_s"] = int(size * reps / (time.perf_counter() - t))
+            assert len(r.found) == size
+        client.close_sync()
+        channel.close()
+    finally:
+        echo_proc.kill()
+        proc.send_signal(2)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+    return out
+
+
+def ab(other: str, size: str = "small", rounds: int = 3, executors: int = 2) -> dict:
+    """This tree against the paimon-tail source at ``other``, alternating product by product ``rounds`` times
+    (each run its own processes, PYTHONPATH pointing at its tree): single-key latency against a grpc echo measured
+    in the same moments, and batch throughput."""
+    cfg = SIZES[size]
+    wh = tempfile.mkdtemp(prefix="bench-lookup-ab-")
+    products = {"this": str(ROOT), "other": str(Path(other).resolve())}
+    runs: Dict[str, List[dict]] = {p: [] for p in products}
+    try:
+        make_table(wh, cfg["rows"], 4)
+        for r in range(rounds):
+            for name, src in products.items():
+                env = dict(os.environ, PYTHONPATH=src, PYTHONSAFEPATH="1")
+                res = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure", wh,
+                                      "--rows", str(cfg["rows"]), "--executors", str(executors)],
+                                     capture_output=True, text=True, env=env, cwd=tempfile.gettempdir(), timeout=900)
+                if res.returncode:
+                    raise RuntimeError(f"{name}: {res.stderr[-2000:]}")
+                runs[name].append(json.loads(res.stdout.strip().splitlines()[-1]))
+                log(f"  round {r + 1} {name}: {runs[name][-1]}")
+    finally:
+        shutil.rmtree(wh, ignore_errors=True)
+    keys = runs["this"][0].keys()
+    median = {name: {k: sorted(x[k] for x in rs)[len(rs) // 2] for k in keys} for name, rs in runs.items()}
+    return {"benchmark": "lookup-ab", "size": size, "rows": cfg["rows"], "other": products["other"],
+            "rounds": rounds, "machine": machine(), "median": median, "runs": runs}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=sorted(SIZES), default="small")
@@ -517,7 +626,28 @@ def main(argv=None) -> int:
     ap.add_argument("--buckets", type=int, default=4)
     ap.add_argument("--no-baselines", action="store_true")
     ap.add_argument("--json", default=None, help="write results here instead of benchmarks/results/")
+    ap.add_argument("--ab", metavar="PATH", help="before/after: this tree against the source tree at PATH, "
+                    "alternating (single key vs a grpc echo, batches)")
+    ap.add_argument("--rounds", type=int, default=3, help="--ab: alternating runs of each side")
+    ap.add_argument("--measure", metavar="WAREHOUSE", help=argparse.SUPPRESS)  # one side of --ab
     args = ap.parse_args(argv)
+    if args.measure:
+        print(json.dumps(measure(args.measure, 10, args.rows or SIZES[args.size]["rows"], args.executors)))
+        return 0
+    if args.ab:
+        out = ab(args.ab, args.size, args.rounds, args.executors)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path = Path(args.json) if args.json else RESULTS / f"lookup-ab-{args.size}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        path.write_text(json.dumps(out, indent=2, default=str))
+        m = out["machine"]
+        print(f"\nlookup before/after, size {args.size}: {out['rows']:,} rows, {args.rounds} alternating rounds, "
+              f"{m['cpus']} CPUs, load {m['loadavg_start']} → {os.getloadavg()[0]:.2f}; medians:")
+        names = list(out["median"]["this"])
+        print("  ".join(["measure".ljust(24)] + [f"{n:>12}" for n in ("this", "other")]))
+        for k in names:
+            print("  ".join([k.ljust(24)] + [f"{out['median'][n][k]:>12}" for n in ("this", "other")]))
+        print(f"results: {path}")
+        return 0
     out = run(args.size, args.rows, args.executors, args.buckets, not args.no_baselines, args.json)
     m = out["machine"]
     print(f"\nlookup benchmark, size {out['size']}: {out['rows']:,} rows, {out['executors']} executors, "
@@ -529,5 +659,5 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     if __package__ in (None, ""):
-        sys.path.insert(0, str(ROOT))
+        sys.path.append(str(ROOT))  # after PYTHONPATH: --ab runs each side with its own tree first
     sys.exit(main())

@@ -26,6 +26,14 @@ class CatalogConfig:
     def warehouse(self) -> str | None:
         return self.options.get("warehouse")
 
+    @property
+    def warehouse_id(self) -> str:
+        """The warehouse as one comparable string: a local path made absolute, a URI as given (no trailing /)."""
+        warehouse = (self.warehouse or "").rstrip("/")
+        if warehouse and "://" not in warehouse:
+            return os.path.abspath(warehouse)
+        return warehouse[len("file://"):] if warehouse.startswith("file://") else warehouse
+
     def open(self):
         """Open the pypaimon catalog these options describe."""
         from pypaimon import CatalogFactory

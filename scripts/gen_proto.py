@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Regenerate paimon_tail/service/lookup_pb2.py and lookup_pb2_grpc.py from lookup.proto (grpcio-tools).
+"""Regenerate paimon_tail/service/protocol/lookup_pb2.py and lookup_pb2_grpc.py from lookup.proto (grpcio-tools).
 
     python scripts/gen_proto.py
 
@@ -15,7 +15,7 @@ import sys
 from grpc_tools import protoc
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PKG = ROOT / "paimon_tail" / "service"
+PKG = ROOT / "paimon_tail" / "service" / "protocol"
 
 
 def main() -> int:

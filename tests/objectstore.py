@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 from urllib.parse import urlsplit
 
 ACCESS_KEY = "testing-key"
@@ -49,10 +49,14 @@ class S3Server:
     so wrong keys get the errors a real store sends; otherwise any key is accepted.
     """
 
-    def __init__(self, auth: bool = False) -> None:
+    def __init__(self, auth: bool = False, host: str = "127.0.0.1", prefix: Sequence[str] = ()) -> None:
+        """``host``/``prefix``: elsewhere than loopback, e.g. inside a network namespace the test made
+        (``prefix=["ip", "netns", "exec", NAME]``, ``host`` one of its addresses: tests/hosts/)."""
         self.auth = auth
+        self.host = host
+        self.prefix = list(prefix)
         self.port = _free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.endpoint = f"http://{host}:{self.port}"
         self._proc: Optional[subprocess.Popen] = None
         self.access_key, self.secret_key = ACCESS_KEY, SECRET_KEY
 
@@ -60,12 +64,13 @@ class S3Server:
         env = dict(os.environ)
         if self.auth:
             env["INITIAL_NO_AUTH_ACTION_COUNT"] = "4"  # create_user, create_access_key, create/attach policy
-        self._proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        self._proc = subprocess.Popen([*self.prefix, sys.executable, "-m", "moto.server", "-H", self.host,
+                                       "-p", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      env=env)
         deadline = time.monotonic() + 30
         while True:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                socket.create_connection((self.host, self.port), timeout=1).close()
                 break
             except OSError:
                 if self._proc.poll() is not None or time.monotonic() > deadline:
@@ -269,17 +274,18 @@ class _ProxyServer(ThreadingHTTPServer):
 class S3Proxy:
     """An HTTP proxy on 127.0.0.1 in front of an S3 endpoint: latency, request counts, outages."""
 
-    def __init__(self, upstream: "S3Server | str", latency: float = 0.0, port: int = 0) -> None:
+    def __init__(self, upstream: "S3Server | str", latency: float = 0.0, port: int = 0, host: str = "127.0.0.1") -> None:
         self.server = upstream if isinstance(upstream, S3Server) else None
         self.upstream = upstream.endpoint if isinstance(upstream, S3Server) else upstream
         self.state = _State(latency=latency)
+        self.host = host
         self.port = port or _free_port()
         self._server: Optional[_ProxyServer] = None
         self._thread: Optional[threading.Thread] = None
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def catalog_options(self, warehouse: str) -> Dict[str, str]:
         if self.server is not None:
@@ -288,7 +294,7 @@ class S3Proxy:
 
     # -- up and down ---------------------------------------------------------------------------------------
     def start(self) -> "S3Proxy":
-        self._server = _ProxyServer(("127.0.0.1", self.port), self.upstream, self.state)
+        self._server = _ProxyServer((self.host, self.port), self.upstream, self.state)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True, name="s3-proxy")
         self._thread.start()

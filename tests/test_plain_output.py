@@ -15,8 +15,8 @@ import pytest
 from paimon_tail.output.plain import json_line, text
 from paimon_tail.output.renderers import JsonLinesRenderer
 from paimon_tail.output.values import text as live_table_text
-from paimon_tail.service import ipc_py
-from paimon_tail.service.wire import ipc_stream
+from paimon_tail.service.protocol import ipc_py
+from paimon_tail.service.protocol.wire import ipc_stream
 
 
 def _floats(rnd, n, bits):

@@ -44,7 +44,7 @@ def security_options(f: Callable) -> Callable:
 
 
 def security_from_options(token_file, tls_cert, tls_key, tls_ca):
-    from ..service.security import Security
+    from ..service.protocol.security import Security
 
     return Security.from_options(token_file=token_file, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
 

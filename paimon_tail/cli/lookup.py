@@ -116,8 +116,8 @@ def _quick(table: str, keys, catalog, security, columns, fmt: str, missing: str,
     fmt = choose_format(fmt, sys.stdout)
     if fmt not in ("jsonl", "table"):
         return False
-    from ..service.keys import KeyParser
-    from ..service.quick import lookup_few, servable
+    from ..service.keys.parse import KeyParser
+    from ..service.client.quick import lookup_few, servable
 
     meta = read_local(table, dict(catalog.options))
     if meta is None or not servable(meta):
@@ -163,6 +163,8 @@ class RowsOutput:
         rows = result.rows
         self._schema = rows.schema
         self.missing.add(len(result), result.missing, result.key)
+        if result.failed:
+            self.missing.add_failed(result.failed, result.key)
         if self.missing.printed and result.missing:
             if self.fmt == "jsonl":
                 return self._jsonl_with_nulls(result)
@@ -187,6 +189,8 @@ class RowsOutput:
         lines: List[bytes] = [b"null"] * len(result)
         for pos, line in zip(result.found, buf.getvalue().split(b"\n")):
             lines[pos] = line
+        if result.failed:  # no line for a key the service could not answer (it is named on stderr)
+            lines = [line for pos, line in enumerate(lines) if pos not in result.failed]
         self._renderer.stream.write(b"\n".join(lines) + b"\n")
         self._renderer.flush()
 
@@ -213,7 +217,12 @@ def _with_missing_keys(result):
     taken = rows.take(pa.array(position, mask=position < 0))
     columns = [pc.if_else(found, taken.column(f.name), keys.column(f.name).cast(f.type))
                if f.name in keys.column_names else taken.column(f.name) for f in rows.schema]
-    return pa.Table.from_arrays(columns, schema=rows.schema)
+    table = pa.Table.from_arrays(columns, schema=rows.schema)
+    if result.failed:  # no row for a key the service could not answer (it is named on stderr)
+        keep = np.ones(len(result), dtype=bool)
+        keep[list(result.failed)] = False
+        table = table.filter(pa.array(keep))
+    return table
 
 
 def _print_table(tables: List[Any]) -> None:

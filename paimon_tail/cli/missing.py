@@ -4,6 +4,9 @@
 not found, and the exit code is 1. ``skip`` and ``null`` are for pipelines, where a key without a row is normal:
 exit 0, the missing keys left out (``skip``) or answered with a placeholder line (``null``: ``null`` in JSON lines,
 the key alone in other formats), so the output stays aligned with the input.
+
+A key the service could not answer (its bucket cannot be served: ``LookupResult.failed``) is not a key not found:
+it prints nothing, and whatever ``--missing`` says, one line names it with the reason and the exit code is 1.
 """
 from __future__ import annotations
 
@@ -34,6 +37,9 @@ class MissingKeys:
         self.count = 0
         self.total = 0
         self.shown: List[Dict[str, Any]] = []
+        self.failed = 0
+        self.failed_shown: List[Dict[str, Any]] = []
+        self.reason = ""
 
     @property
     def printed(self) -> bool:
@@ -47,7 +53,21 @@ class MissingKeys:
         for pos in missing[:max(0, _SHOWN - len(self.shown))]:
             self.shown.append(key(pos))
 
+    def add_failed(self, failed: Dict[int, str], key: Callable[[int], Dict[str, Any]]) -> None:
+        """Positions the service could not answer, and why."""
+        self.failed += len(failed)
+        for pos, reason in sorted(failed.items())[:max(0, _SHOWN - len(self.failed_shown))]:
+            self.failed_shown.append(key(pos))
+            self.reason = self.reason or reason
+
     def finish(self) -> None:
+        if self.failed:
+            more = ", …" if self.failed > len(self.failed_shown) else ""
+            sys.stdout.flush()
+            click.echo(f"paimon-tail: {self.failed} of {self.total} key{'s' if self.total > 1 else ''} could not be "
+                       f"answered: {', '.join(_key_text(k) for k in self.failed_shown)}{more} ({self.reason})",
+                       err=True)
+            raise SystemExit(EXIT_RUNTIME)
         if not self.count or self.mode != "error":
             return
         more = ", …" if self.count > len(self.shown) else ""

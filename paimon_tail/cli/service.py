@@ -1,4 +1,4 @@
-"""``paimon-tail serve`` and ``paimon-tail service status``: thin over paimon_tail.service."""
+"""``paimon-tail serve``, ``paimon-tail executor`` and ``paimon-tail service status``: thin over paimon_tail.service."""
 from __future__ import annotations
 
 import click
@@ -11,11 +11,18 @@ from .common import catalog_options, run, security_from_options, security_option
 @click.command("serve")
 @click.argument("tables", nargs=-1, required=True, metavar="DB.TABLE [DB.TABLE ...]")
 @catalog_options
-@click.option("--executors", type=click.IntRange(1, 256), default=None,
-              help="Executor processes (default: one per core, minus one on machines with more than two).")
+@click.option("--executors", type=click.IntRange(0, 256), default=None,
+              help="Executor processes of this service (default: one per core, minus one on machines with more "
+              "than two); 0: only executors that join (paimon-tail executor --join).")
+@click.option("--channels", type=click.IntRange(1, 4096), default=None,
+              help="Routing channels the executors share (Paimon's ChannelComputer over them) [default: "
+              "max(16, --executors)].")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="Address server port (0 = any free port).")
+@click.option("--advertise", metavar="HOST[:PORT]", default="",
+              help="The address clients and executors dial, written to the registration [default: the bound "
+              "address; the machine's name for --host 0.0.0.0].")
 @click.option("--local-dir", type=click.Path(file_okay=False),
               help="Where executors keep file copies and indexes (default: a private temp dir, removed on exit).")
 @click.option("--lease", type=click.FloatRange(2, 3600), default=10.0, show_default=True,
@@ -31,11 +38,12 @@ from .common import catalog_options, run, security_from_options, security_option
 @click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
               help="Spark setting for --spark (repeatable).")
 @security_options
-def serve(tables, catalog, executors, host, port, local_dir, lease, poll_interval, max_batch_keys, max_message_mb,
-          use_spark, master, spark_conf, token_file, tls_cert, tls_key, tls_ca) -> None:
+def serve(tables, catalog, executors, channels, host, port, advertise, local_dir, lease, poll_interval,
+          max_batch_keys, max_message_mb, use_spark, master, spark_conf, token_file, tls_cert, tls_key,
+          tls_ca) -> None:
     """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
-    from ..service.security import is_loopback
-    from ..service.server import QueryService, ServeOptions
+    from ..service.coordinator.service import QueryService, ServeOptions
+    from ..service.protocol.security import is_loopback
 
     import asyncio
     import signal
@@ -46,6 +54,8 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, poll_interva
     if (master or spark_conf) and not use_spark:
         raise UsageError("--master and --spark-conf need --spark")
     if use_spark:
+        if executors == 0:
+            raise UsageError("--spark needs at least one executor")
         launcher = _spark_launcher(tables, master, spark_conf, host, executors)
         executors = executors or 2
     if not is_loopback(host):
@@ -54,16 +64,16 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, poll_interva
             + ("" if security.token else " WITHOUT a token (set PAIMON_TAIL_TOKEN or --token-file)")
             + ("" if security.tls else " and WITHOUT TLS"), err=True)
     options = ServeOptions(
-        tables=list(tables), catalog=catalog, executors=executors, host=host, port=port, local_dir=local_dir,
-        security=security, lease_seconds=lease, max_batch_keys=max_batch_keys,
-        max_message_bytes=max_message_mb << 20, launcher=launcher, poll_interval=poll_interval,
+        tables=list(tables), catalog=catalog, executors=executors, channels=channels, host=host, port=port,
+        advertise=advertise, local_dir=local_dir, security=security, lease_seconds=lease,
+        max_batch_keys=max_batch_keys, max_message_bytes=max_message_mb << 20, launcher=launcher,
+        poll_interval=poll_interval,
     )
     stopped_by: list = []  # the signal that asked us to stop
 
     def stop_on(sig: int, service) -> None:
         stopped_by.append(sig)
         service.request_stop()
-
 
     async def main() -> None:
         service = QueryService(options)
@@ -76,10 +86,12 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, poll_interva
         try:
             await service.start()
             where = f" in Spark job group {launcher.group}" if launcher is not None else ""
+            waiting = "" if service.num_executors else \
+                f"; waiting for executors: paimon-tail executor --join {service.address} ..."
             click.echo(f"paimon-tail: serving {', '.join(tables)} at {service.address} with "
-                       f"{service.num_executors} executor(s){where}; loading…", err=True)
+                       f"{service.num_executors} executor(s){where}{waiting}; loading…", err=True)
             t0 = time.monotonic()
-            ready = asyncio.ensure_future(service.wait_ready(3600))
+            ready = asyncio.ensure_future(service.wait_ready(3600 * 24))
             forever = asyncio.ensure_future(service.serve_forever())
             done, _ = await asyncio.wait({ready, forever}, return_when=asyncio.FIRST_COMPLETED)
             if ready in done and ready.exception() is None:
@@ -97,7 +109,7 @@ def serve(tables, catalog, executors, host, port, local_dir, lease, poll_interva
 
 
 def _spark_launcher(tables, master, spark_conf, host, executors):
-    from ..service.security import is_loopback
+    from ..service.protocol.security import is_loopback
     from ..spark.service_job import SparkExecutors, parse_conf
 
     conf = parse_conf(spark_conf)
@@ -107,6 +119,84 @@ def _spark_launcher(tables, master, spark_conf, host, executors):
                          hint="e.g. --host 0.0.0.0 with a token (PAIMON_TAIL_TOKEN) and TLS")
     launcher.open_session()  # before gRPC starts any thread in this process
     return launcher
+
+
+# ------------------------------------------------------------------------------------------------------ executor
+@click.command("executor")
+@click.option("--join", "coordinator", required=True, metavar="HOST:PORT",
+              help="The running service to join: its address server (the registration's address).")
+@catalog_options
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port for lookups (0 = any free port).")
+@click.option("--advertise", metavar="HOST[:PORT]", default="",
+              help="The address clients dial [default: the bound address; the machine's name for --host 0.0.0.0].")
+@click.option("--local-dir", type=click.Path(file_okay=False),
+              help="Where file copies and indexes go (default: a private temp dir, removed on exit).")
+@click.option("--orphan-timeout", type=click.FloatRange(1, 86400), default=30.0, show_default=True,
+              help="Seconds to keep trying to join again when the service cannot be reached.")
+@security_options
+def executor_command(coordinator, catalog, host, port, advertise, local_dir, orphan_timeout, token_file, tls_cert,
+                     tls_key, tls_ca) -> None:
+    """Join a running service as one more executor: it takes a share of the buckets, copies their files from the
+    warehouse and answers lookups at its advertised address, until the service stops it."""
+    import asyncio
+    import os
+    import shutil
+    import signal
+    import tempfile
+
+    from ..errors import ServiceError
+    from ..service.executor.runner import Executor, ExecutorSpec, JoinRefused
+    from ..service.protocol.security import is_loopback
+
+    security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
+    if ":" not in coordinator or not coordinator.rsplit(":", 1)[1].isdigit():
+        raise UsageError(f"bad --join {coordinator!r}", hint="give the service's address as HOST:PORT")
+    if not catalog.warehouse:
+        raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")
+    if not is_loopback(host):
+        click.echo(
+            f"paimon-tail: WARNING: executor on {host}, reachable beyond this machine"
+            + ("" if security.token else " WITHOUT a token (set PAIMON_TAIL_TOKEN or --token-file)")
+            + ("" if security.tls else " and WITHOUT TLS"), err=True)
+    own_dir = None
+    if local_dir:
+        os.makedirs(local_dir, mode=0o700, exist_ok=True)
+    else:
+        local_dir = own_dir = tempfile.mkdtemp(prefix="paimon-tail-executor-")
+    spec = ExecutorSpec(catalog=catalog, coordinator=coordinator, local_dir=local_dir, host=host, port=port,
+                        advertise=advertise, security=security, rejoin=True, orphan_timeout=orphan_timeout)
+    executor = Executor(spec)
+    executor.announce = lambda message: click.echo(f"paimon-tail: {message}", err=True)
+    stopped_by: list = []
+
+    def stop_on(sig: int) -> None:
+        stopped_by.append(sig)
+        executor.stop()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, stop_on, sig)
+            except (NotImplementedError, RuntimeError):  # pragma: no cover
+                pass
+        await executor.run()
+
+    old_umask = os.umask(0o077)  # file copies, stores, directories: owner-only
+    try:
+        run(main())
+    except JoinRefused as e:
+        raise ServiceError(str(e)) from None
+    finally:
+        os.umask(old_umask)
+        if own_dir:
+            shutil.rmtree(own_dir, ignore_errors=True)
+    if stopped_by and stopped_by[0] == signal.SIGINT:
+        raise KeyboardInterrupt
+    if not stopped_by and executor.stop_reason:
+        raise ServiceError(f"the executor stopped: {executor.stop_reason}")
 
 
 # ------------------------------------------------------------------------------------------------------ status
@@ -134,26 +224,23 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
 
     client = LookupClient(open_table(table, catalog), security=security_from_options(token_file, tls_cert, tls_key,
                                                                                     tls_ca), timeout=timeout)
-
-    async def main():
-        try:
-            return await client.status()
-        finally:
-            await client.close()
-
-    st = run(main())
+    try:
+        st = client.status_sync()
+    finally:
+        client.close_sync()
     latest = client.table.snapshot_manager().get_latest_snapshot()
     latest_id = latest.id if latest else 0
     latest_ms = latest.time_millis if latest else 0
     data = {
         "table": table, "address": st.address, "version": st.version, "executors": st.num_executors,
-        "latest_snapshot": latest_id, "tables": list(st.tables),
+        "channels": st.channels, "latest_snapshot": latest_id, "schema_id": st.schema_id, "tables": list(st.tables),
         "storage_error": st.storage_error or None,
         "storage_error_since_ms": st.storage_error_since_ms or None,
         "executor": [
             {
-                "index": e.info.index, "address": e.info.address, "alive": e.info.alive, "pid": e.info.pid,
-                "restarts": e.info.restarts, "snapshot": e.info.snapshot_id,
+                "index": e.info.index, "address": e.info.address, "host": e.info.host, "joined": e.info.joined,
+                "alive": e.info.alive, "pid": e.info.pid, "restarts": e.info.restarts, "snapshot": e.info.snapshot_id,
+                "schema_id": e.schema_id, "channels": list(e.channels),
                 "lag_snapshots": max(0, latest_id - e.info.snapshot_id) if e.info.snapshot_id else None,
                 "lag_seconds": round(max(0, latest_ms - e.commit_time_ms) / 1000, 3) if e.commit_time_ms else None,
                 "buckets": len(e.buckets), "keys": e.keys,
@@ -181,21 +268,24 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
 
     console = Console()
     console.print(f"[bold]{table}[/] served by {st.address} (paimon-tail {st.version}), "
-                  f"{st.num_executors} executor(s); latest snapshot {latest_id}")
+                  f"{st.num_executors} executor(s), {st.channels} channels; latest snapshot {latest_id} "
+                  f"(schema {st.schema_id})")
     if st.storage_error:
         from ..storage.retry import Outage
 
         outage = Outage(st.storage_error_since_ms / 1000, st.storage_error, 0)
         console.print(f"[bold red]{outage.describe()}[/] (retrying; lookups answer at the snapshots below)")
     t = Table(show_edge=False, header_style="bold")
-    for col in ("executor", "address", "alive", "snapshot", "lag", "buckets", "keys", "req/s", "keys/s", "restarts"):
+    for col in ("executor", "address", "host", "alive", "snapshot", "schema", "lag", "channels", "buckets", "keys",
+                "req/s", "keys/s", "restarts"):
         t.add_column(col)
     for e in data["executor"]:
         lag = "-" if e["lag_snapshots"] is None else f"{e['lag_snapshots']} ({e['lag_seconds']}s)"
-        t.add_row(str(e["index"]), e["address"] or "-", "yes" if e["alive"] else "NO", str(e["snapshot"]), lag,
-                  str(e["buckets"]), str(e["keys"]), str(e["requests_per_second"]), str(e["keys_per_second"]),
-                  str(e["restarts"]))
+        index = f"{e['index']} (joined)" if e["joined"] else str(e["index"])
+        t.add_row(index, e["address"] or "-", e["host"] or "-", "yes" if e["alive"] else "NO", str(e["snapshot"]),
+                  str(e["schema_id"]), lag, str(len(e["channels"])), str(e["buckets"]), str(e["keys"]),
+                  str(e["requests_per_second"]), str(e["keys_per_second"]), str(e["restarts"]))
     console.print(t)
 
 
-__all__ = ["serve", "service"]
+__all__ = ["executor_command", "serve", "service"]

@@ -1,0 +1,10 @@
+"""The query service (docs/query-service.md), one package per side:
+
+* ``keys/`` — where a key lives, as every side computes it: Paimon's bucket hash, the key's channel, key parsing;
+* ``protocol/`` — what crosses a socket: ``lookup.proto``, the typed change records, the registration file,
+  Arrow IPC helpers, TLS and token;
+* ``coordinator/`` — ``serve``: the scanners, the address server, the channel assignment, executor supervision;
+* ``executor/`` — an executor: the join loop, local file copies, bucket stores, the ``Lookup`` servicer;
+* ``client/`` — ``LookupClient`` (one sans-IO core, an async and a sync transport) and the command line's quick
+  one-key path.
+"""

@@ -1,14 +1,14 @@
 """``paimon-tail serve --spark``: the query service's executors as the long-lived tasks of one Spark job.
 
-The ``serve`` process is the Spark driver. It keeps the address server, the scanners and the change hub (see
-``paimon_tail.service.remote``) and submits one barrier job with N partitions (N = ``--executors``), one
-executor per task::
+The ``serve`` process is the Spark driver. It keeps the coordinator (address server, scanners, assignment) and
+submits one barrier job with N partitions (N = ``--executors``), one executor per task::
 
     sc.parallelize(range(N), N).barrier().mapPartitions(run_executor_task).collect()
 
-Every task runs the ordinary executor loop (``run_remote_executor``): gRPC executor server bound to the task's
-host, Register + heartbeats to the address server, file changes from the change hub. Clients cannot tell these
-executors from local ones.
+Every task runs the ordinary executor (``paimon_tail.service.executor.runner.run_executor``): its gRPC server bound
+to the task's host, and the one Join call to the coordinator that carries its heartbeats one way and its
+assignment and file changes the other, with the service's TLS and token. Clients cannot tell these executors
+from local ones.
 
 * Barrier mode starts all tasks together (the job needs N free slots) and fails the whole stage when one task
   fails: the other tasks are killed, Spark retries the stage (``spark.stage.maxConsecutiveAttempts``) and, once
@@ -17,7 +17,7 @@ executors from local ones.
   again under their index with a new instance id and get their full state.
 * A task whose executor ends for any reason but the service's "stop" raises, so a lone dead executor fails the
   stage instead of leaving a hole.
-* Stopping: the service sends "stop" to every executor (tasks return, the job ends), then the launcher cancels
+* Stopping: the service sends ``Stop`` to every executor (tasks return, the job ends), then the launcher cancels
   its job group (``interruptOnCancel``) in case a task is stuck and stops the SparkSession it created.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ import uuid
 from typing import Dict, List, Optional
 
 from ..errors import UsageError
-from ..service.server import ExecutorLauncher
+from ..service.coordinator.launcher import ExecutorLauncher
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +40,11 @@ MAX_QUICK_FAILURES = 5
 QUICK = 60.0  # a job that failed sooner than this counts towards MAX_QUICK_FAILURES
 
 
-def run_executor_task(specs, hub: str, authkey: bytes, orphan_timeout: float, iterator):
+def run_executor_task(specs, iterator):
     """The body of one barrier task (runs in a Spark Python worker)."""
     from pyspark import BarrierTaskContext
 
-    from ..service.remote import run_remote_executor
+    from ..service.executor.runner import run_executor
 
     for _ in iterator:  # the partition's single element: its index (the same as partitionId)
         pass
@@ -52,7 +52,7 @@ def run_executor_task(specs, hub: str, authkey: bytes, orphan_timeout: float, it
     index = ctx.partitionId()
     logging.basicConfig(level=os.environ.get("PAIMON_TAIL_LOG", "WARNING"),
                         format=f"executor-{index} %(levelname)s %(message)s")
-    reason = run_remote_executor(specs[index], hub, authkey, orphan_timeout)
+    reason = run_executor(specs[index])
     if reason != "stopped":
         # Fail the stage: barrier mode then restarts every executor (a lone dead one would leave a hole).
         raise RuntimeError(f"paimon-tail executor {index} ended: {reason}")
@@ -109,8 +109,7 @@ class SparkExecutors(ExecutorLauncher):
         self._stopping = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._specs: List = []
-        self._hub = ""
-        self._authkey = b""
+        self._last_relaunch = 0.0
 
     # -- session ------------------------------------------------------------------------------------------
     def _local(self) -> bool:
@@ -153,8 +152,11 @@ class SparkExecutors(ExecutorLauncher):
             self.session = self._build_session()
 
     # -- ExecutorLauncher ---------------------------------------------------------------------------------
-    def start(self, specs, hub: str, authkey: bytes) -> None:
-        self._specs, self._hub, self._authkey = list(specs), hub, authkey
+    def start(self, specs) -> None:
+        from dataclasses import replace
+
+        self._specs = [replace(spec, orphan_timeout=self.orphan_timeout) for spec in specs]
+        self._last_relaunch = time.monotonic()
         if self.session is None:
             self.session = self._build_session()
         sc = self.session.sparkContext
@@ -171,7 +173,7 @@ class SparkExecutors(ExecutorLauncher):
         sc = self.session.sparkContext
         n = len(self._specs)
         sc.setJobGroup(self.group, f"paimon-tail query service executors ({n})", interruptOnCancel=True)
-        task = partial(run_executor_task, self._specs, self._hub, self._authkey, self.orphan_timeout)
+        task = partial(run_executor_task, self._specs)
         self.jobs_submitted += 1
         sc.parallelize(range(n), n).barrier().mapPartitions(task).collect()
 
@@ -196,6 +198,17 @@ class SparkExecutors(ExecutorLauncher):
                     self.error = RuntimeError(f"the Spark job failed {quick_failures} times in a row, last: {why}")
                     return
             self._stopping.wait(min(backoff, 10.0))
+
+    def supervise(self, registry, timeout: float) -> None:
+        """An executor whose task lives but sends no heartbeat (a hang, SIGSTOP) gets the job cancelled and
+        resubmitted, at most once per 30 s (a lost task fails the barrier stage by itself)."""
+        now = time.monotonic()
+        silent = [m for m in registry.silent(max(10.0, 3 * timeout), now) if m.slot]
+        if silent and now - self._last_relaunch > 30.0:
+            self._last_relaunch = now
+            self.restarts += 1
+            reason = f"executor {silent[0].index} sent no heartbeat for {now - silent[0].last_heartbeat:.1f}s"
+            threading.Thread(target=self.restart, args=(reason,), daemon=True).start()
 
     def restart(self, reason: str) -> None:
         """Cancel the running job; the job loop resubmits it."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import time
 
@@ -20,11 +21,13 @@ from hypothesis import strategies as st
 
 from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
-from paimon_tail.service import lookup_pb2 as pb
+from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.client import LookupClient
-from paimon_tail.service.routing import TableRouting
+from paimon_tail.service.keys.routing import TableRouting
 
-from ..service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, run_cli
+from paimon_tail.service.client.core import Deadline
+
+from ..service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, owner_of, run_cli
 
 LOOKUP = "/paimon_tail.lookup.v1.ExecutorService/Lookup"
 MAX_KEYS = 1000
@@ -37,9 +40,10 @@ def svc(tmp_path_factory):
     wh.write("kv", [{"k": k, "v": f"v{k}", "op": "+I"} for k in range(3000)])
     s = ServeProcess(wh.path, ["db.kv"], "--max-batch-keys", str(MAX_KEYS), "--max-message-mb", "1").wait_ready()
     client = LookupClient("db.kv", catalog_config(wh.path))
-    executors = client._runner().run(client.executors())
-    info = {"wh": wh, "address": client._discovery.registration.addresses[0],
-            "executors": [e.address for e in executors.executors], "routing": TableRouting.of(wh.table("kv"))}
+    executors = client.executors_sync()
+    info = {"wh": wh, "address": client.discover_sync(Deadline(10)).registration.addresses[0],
+            "executors": [e.address for e in executors.executors], "routing": TableRouting.of(wh.table("kv")),
+            "owner": owner_of(client)}
     yield info
     client.close_sync()
     assert s.stop() == 0
@@ -67,7 +71,7 @@ def ipc(table: pa.Table) -> bytes:
 
 def owned(info, executor: int, count: int):
     r = info["routing"]
-    keys = [k for k in range(3000) if r.executor_of((), r.bucket({"k": k}), 2) == executor][:count]
+    keys = [k for k in range(3000) if info["owner"]((), r.bucket({"k": k})) == executor][:count]
     return keys, [r.bucket({"k": k}) for k in keys]
 
 
@@ -120,9 +124,39 @@ def test_bad_address_requests(svc):
     code, details = call(svc["address"], "/paimon_tail.lookup.v1.AddressService/Status",
                          pb.StatusRequest(table="db.nope").SerializeToString())
     assert code == grpc.StatusCode.NOT_FOUND
-    code, details = call(svc["address"], "/paimon_tail.lookup.v1.AddressService/Register",
-                         pb.RegisterRequest(executor_index=7, address="x:1").SerializeToString())
-    assert code == grpc.StatusCode.INVALID_ARGUMENT and "bad executor index or address" in details
+
+    def hello(**over):
+        fields = dict(address="127.0.0.1:1", instance_id="x", index=-1, protocol_version=2,
+                      warehouse=os.path.abspath(svc["wh"].path))
+        fields.update(over)
+        return pb.ExecutorReport(hello=pb.ExecutorHello(**fields)).SerializeToString()
+
+    heartbeat = pb.ExecutorReport(heartbeat=pb.Heartbeat()).SerializeToString()
+    for reports, status, message in (
+            ([heartbeat], "INVALID_ARGUMENT", "bad executor hello: the first message of a Join call must be a hello"),
+            ([hello(index=7)], "FAILED_PRECONDITION", "bad executor index 7: the service has 2 slot(s)"),
+            ([hello(address="")], "FAILED_PRECONDITION", "bad executor hello: no address or instance id"),
+            ([hello(protocol_version=1)], "FAILED_PRECONDITION", "executor speaks protocol 1, the service 2"),
+            ([hello(warehouse="/elsewhere")], "FAILED_PRECONDITION",
+             f"the executor reads warehouse /elsewhere, the service serves {os.path.abspath(svc['wh'].path)}")):
+        code, details = join(svc["address"], reports)
+        assert code.name == status and message in details, (code, details)
+
+
+def join(address: str, reports):
+    """A raw Join call: send ``reports`` (serialized ExecutorReports), read until the service ends the call."""
+    async def go():
+        async with grpc.aio.insecure_channel(address) as ch:
+            call = ch.stream_stream("/paimon_tail.lookup.v1.AddressService/Join", request_serializer=lambda b: b,
+                                    response_deserializer=lambda b: b)(iter(reports))
+            try:
+                async for _ in call:
+                    pass
+            except grpc.aio.AioRpcError as e:
+                return e.code(), e.details() or ""
+            return grpc.StatusCode.OK, ""
+
+    return asyncio.run(go())
 
 
 def test_client_splits_batches_to_the_server_limit(svc):
@@ -208,3 +242,31 @@ def test_bad_registration_file(unserved, name):
     assert time.monotonic() - t0 < 2.5  # never waits for a lease or hangs on a dead address
     r = run_cli("lookup", "db.kv", "1", "--warehouse", unserved.path)
     assert r.returncode == 1 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_version_1_client_is_served(svc):
+    """A client of protocol 1 (no protocol_version in its requests) routes with ChannelComputer over
+    ``num_executors`` and indexes ``executors`` by the result: the coordinator answers it one entry per channel, so
+    its lookups land on the executor that serves the key and are answered."""
+    from paimon_tail.service.keys.binary_row import channel
+    from paimon_tail.service.protocol import lookup_pb2_grpc as pbg
+
+    with grpc.insecure_channel(svc["address"]) as ch:
+        resp = pbg.AddressServiceStub(ch).Executors(pb.ExecutorsRequest(table="db.kv"), timeout=5)
+    assert resp.num_executors == 16 and len(resp.executors) == 16 and not resp.owners  # the default 16 channels
+    r = svc["routing"]
+    part = r.partition_hash(())
+    groups: dict = {}
+    for k in range(0, 3000, 7):
+        b = r.bucket({"k": k})
+        groups.setdefault(channel(part, b, resp.num_executors), []).append((k, b))
+    got = {}
+    for ex, keys in groups.items():
+        with grpc.insecure_channel(resp.executors[ex].address) as ch:
+            answer = pbg.ExecutorServiceStub(ch).Lookup(pb.LookupRequest(
+                table="db.kv", keys_ipc=ipc(pa.table({"k": pa.array([k for k, _ in keys], pa.int32())})),
+                buckets=[b for _, b in keys]), timeout=5)
+        assert not answer.failed
+        rows = pa.ipc.open_stream(answer.rows_ipc).read_all().to_pylist()
+        got.update({row["k"]: row["v"] for row in rows})
+    assert got == {k: f"v{k}" for k in range(0, 3000, 7)}

@@ -19,8 +19,8 @@ from ..service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, run_cli, w
 
 TOKEN = "t0ken-for-tests-7f3a"
 METHODS = {
-    "address": ["/paimon_tail.lookup.v1.AddressService/Register", "/paimon_tail.lookup.v1.AddressService/Heartbeat",
-                "/paimon_tail.lookup.v1.AddressService/Executors", "/paimon_tail.lookup.v1.AddressService/Status"],
+    "address": ["/paimon_tail.lookup.v1.AddressService/Join", "/paimon_tail.lookup.v1.AddressService/Executors",
+                "/paimon_tail.lookup.v1.AddressService/Status"],
     "executor": ["/paimon_tail.lookup.v1.ExecutorService/Lookup"],
 }
 

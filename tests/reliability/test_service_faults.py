@@ -16,14 +16,19 @@ import signal
 import threading
 import time
 
+import grpc
+import pyarrow as pa
 import pytest
 
 from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
-from paimon_tail.service.routing import TableRouting
+from paimon_tail.service.keys.routing import TableRouting
+from paimon_tail.service.protocol import lookup_pb2 as pb
+from paimon_tail.service.protocol import lookup_pb2_grpc as pbg
+from paimon_tail.service.protocol.wire import ipc_stream
 
-from ..service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, run_cli, wait_until
+from ..service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, owner_of, run_cli, wait_until
 
 N = 2000
 
@@ -51,10 +56,6 @@ class History:
             if s <= snapshot:
                 value = v
         return value
-
-
-def _owner(routing: TableRouting, k: int, executors: int) -> int:
-    return routing.executor_of((), routing.bucket({"k": k}), executors)
 
 
 def _pid_of(client: LookupClient, index: int) -> int:
@@ -103,6 +104,7 @@ def test_executor_sigkill_under_load_with_writer(kv):
     try:
         with LookupClient("db.kv", catalog_config(kv.path)) as c:
             victim = _pid_of(c, 0)
+            owner = owner_of(c)
             for t in threads:
                 t.start()
             time.sleep(1.5)
@@ -122,7 +124,7 @@ def test_executor_sigkill_under_load_with_writer(kv):
     assert before > 0 and len(answers) > before
     assert recovered < 5.0, f"executor 0's buckets were served again only after {recovered:.1f}s"
     routing = TableRouting.of(kv.table("kv"))
-    owners = {k: _owner(routing, k, 2) for k in range(N)}
+    owners = {k: owner((), routing.bucket({"k": k})) for k in range(N)}
     checked = 0
     for _, keys, found, got, snapshots in answers:
         by_pos = dict(zip(found, got))
@@ -180,10 +182,11 @@ def test_sigstop_executor_and_address_server_never_hang(kv):
     stopped = []
     try:
         routing = TableRouting.of(kv.table("kv"))
-        a = next(k for k in range(200) if _owner(routing, k, 2) == 0)
-        b = next(k for k in range(200) if _owner(routing, k, 2) == 1)
         with LookupClient("db.kv", catalog_config(kv.path)) as c:
             victim = _pid_of(c, 0)
+            owner = owner_of(c)
+        a = next(k for k in range(200) if owner((), routing.bucket({"k": k})) == 0)
+        b = next(k for k in range(200) if owner((), routing.bucket({"k": k})) == 1)
         os.kill(victim, signal.SIGSTOP)
         stopped.append(victim)
         # First the stopped executor's key, in-process: the supervisor replaces a silent executor after 3 s,
@@ -229,7 +232,6 @@ def test_missing_and_corrupt_data_files(kv):
     table_dir = f"{kv.path}/db.db/kv"
     routing = TableRouting.of(kv.table("kv"))
     bucket_of = {k: routing.bucket({"k": k}) for k in range(N)}
-    owner_of_bucket = {b: routing.executor_of((), b, 2) for b in range(4)}
     corrupt = 0
     (path,) = glob.glob(f"{table_dir}/bucket-{corrupt}/data-*")
     size = os.path.getsize(path)
@@ -243,27 +245,43 @@ def test_missing_and_corrupt_data_files(kv):
             assert not r.missing and {row["k"]: row for row in r.rows.to_pylist()} == {k: oracle[(k,)] for k in good}
             bad = next(k for k in range(N) if bucket_of[k] == corrupt)
             t0 = time.monotonic()
+            r = c.lookup_sync(good[:50] + [bad])  # a partial answer: the healthy keys, and the broken one named
+            assert time.monotonic() - t0 < 1.0  # at once, not a retry loop until the timeout
+            assert list(r.failed) == [50] and f"bucket {corrupt} of db.kv cannot be served: " in r.failed[50]
+            assert r.found == list(range(50)) and not r.missing
+            assert r.rows.to_pylist() == [oracle[(k,)] for k in good[:50]]
             with pytest.raises(ServiceError, match=f"bucket {corrupt} of db.kv cannot be served: "):
-                c.lookup_sync([bad])
-            assert time.monotonic() - t0 < 1.0  # an error at once, not a retry loop until the timeout
+                c.get_sync(bad)
+            # a version 1 client (no protocol_version) gets the whole call refused, as before: DATA_LOSS
+            executor = {e.index: e.address for e in c.executors_sync().executors}[owner_of(c)((), corrupt)]
+            with grpc.insecure_channel(executor) as ch:
+                with pytest.raises(grpc.RpcError) as refused:
+                    pbg.ExecutorServiceStub(ch).Lookup(pb.LookupRequest(
+                        table="db.kv", keys_ipc=ipc_stream(pa.table({"k": pa.array([good[0], bad], pa.int32())})),
+                        buckets=[bucket_of[good[0]], corrupt]), timeout=5)
+            assert refused.value.code() == grpc.StatusCode.DATA_LOSS
+            assert f"bucket {corrupt} of db.kv cannot be served" in refused.value.details()
 
             # another bucket's file vanishes from the warehouse; its executor is killed and must copy it again
             gone = next(b for b in range(4) if b != corrupt)
             (path,) = glob.glob(f"{table_dir}/bucket-{gone}/data-*")
             os.remove(path)
-            victim_index = owner_of_bucket[gone]
+            victim_index = owner_of(c)((), gone)
             victim = _pid_of(c, victim_index)
             os.kill(victim, signal.SIGKILL)
             wait_until(lambda: _pid_of(c, victim_index) not in (0, victim) and
                        all(e.info.alive and e.info.snapshot_id for e in c.status_sync().executors), 20)
             vanished = next(k for k in range(N) if bucket_of[k] == gone)
             with pytest.raises(ServiceError, match=f"bucket {gone} of db.kv cannot be served: FileNotFoundError"):
-                c.lookup_sync([vanished])
+                c.get_sync(vanished)
             rest = [k for k in range(N) if bucket_of[k] not in (corrupt, gone)]
             r = c.lookup_sync(rest)
             assert not r.missing and {row["k"]: row for row in r.rows.to_pylist()} == {k: oracle[(k,)] for k in rest}
-        out = run_cli("lookup", "db.kv", str(vanished), "--warehouse", kv.path)
-        assert out.returncode == 1 and out.stderr.count("\n") == 1 and "cannot be served" in out.stderr, out.stderr
+        out = run_cli("lookup", "db.kv", str(good[0]), str(vanished), "--warehouse", kv.path)
+        assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+        assert out.stderr.startswith(f"paimon-tail: 1 of 2 keys could not be answered: {vanished} (bucket {gone} of "
+                                     "db.kv cannot be served: FileNotFoundError"), out.stderr
+        assert [json.loads(line)["k"] for line in out.stdout.splitlines()] == [good[0]]  # the healthy key
         assert all(not line.startswith("Traceback") for line in svc.lines)
     finally:
         assert svc.stop() == 0

@@ -64,7 +64,7 @@ def _orders_at(wh, snapshot_id: int) -> dict:
 def test_outage_of_minutes_follow_and_serve_survive(s3wh, proxy, tmp_path):
     from paimon_tail import LookupClient
     from paimon_tail.catalog import CatalogConfig
-    from paimon_tail.service import registration
+    from paimon_tail.service.protocol import registration
 
     s3wh.create("log")
     s3wh.create("orders", PK_SCHEMA, primary_keys=["id"], options={"bucket": "2"})

@@ -141,6 +141,14 @@ def run_cli(*args: str, input: Optional[str] = None, env: Optional[dict] = None,
     return subprocess.run(cli_cmd(*args), input=input, capture_output=True, text=True, env=e, timeout=timeout)
 
 
+def owner_of(client):
+    """``(partition, bucket) -> executor index`` as the service routes now (its channels and owners)."""
+    from paimon_tail.service.client.core import Deadline
+
+    route = client.discover_sync(Deadline(10), force=True)
+    return lambda partition, bucket: route.owner(client.routing.partition_hash(tuple(partition)), bucket)
+
+
 def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1):
     deadline = time.monotonic() + timeout
     while True:

@@ -11,9 +11,9 @@ import pytest
 from pypaimon.schema.data_types import AtomicType, DataField, PyarrowFieldParser
 from pypaimon.write.row_key_extractor import RowKeyExtractor, _bucket_from_hash
 
-from paimon_tail.service.binary_row import Unsupported, bucket, row_hash
-from paimon_tail.service.bucket_hash import binary_row_hashes, buckets_of, channels_of
-from paimon_tail.service.routing import channel
+from paimon_tail.service.keys.binary_row import Unsupported, bucket, row_hash
+from paimon_tail.service.keys.bucket_hash import binary_row_hashes, buckets_of, channels_of
+from paimon_tail.service.keys.routing import channel
 
 N = 3000
 
@@ -140,8 +140,8 @@ def test_channels_match_scalar():
 
 
 def test_table_routing_vectorised_matches_per_key(warehouse):
-    from paimon_tail.service.keys import KeyParser
-    from paimon_tail.service.routing import TableRouting
+    from paimon_tail.service.keys.parse import KeyParser
+    from paimon_tail.service.keys.routing import TableRouting
 
     from .conftest import PK_SCHEMA
 

@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paimon_tail.catalog import catalog_config
-from paimon_tail.service import lookup_pb2 as pb
+from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.client import LookupClient
+from paimon_tail.service.client.core import Deadline
 
 from .conftest import PLAIN_SCHEMA, ServeProcess
 
@@ -21,9 +22,8 @@ def service(warehouse):
     warehouse.write("fz", [{"k": k, "v": f"v{k}", "op": "+I"} for k in range(100)])
     svc = ServeProcess(warehouse.path, ["db.fz"], executors=1).wait_ready()
     client = LookupClient("db.fz", catalog_config(warehouse.path))
-    disc = client.lookup_sync([1])  # noqa: F841
-    ex = client.executors_sync() if hasattr(client, "executors_sync") else None
-    yield svc, client, ex
+    client.lookup_sync([1])
+    yield svc, client, client.executors_sync()
     client.close_sync()
     assert svc.stop() == 0
 
@@ -51,8 +51,8 @@ METHODS = [
 
 
 def _addresses(client):
-    resp = client._runner().run(client.executors())
-    return client._discovery.registration.addresses[0], resp.executors[0].address
+    route = client.discover_sync(Deadline(10), force=True)
+    return route.registration.addresses[0], route.response.executors[0].address
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -8,9 +8,9 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from paimon_tail.service import ipc_py
-from paimon_tail.service.ipc_py import Kind, Unsupported
-from paimon_tail.service.wire import ipc_stream
+from paimon_tail.service.protocol import ipc_py
+from paimon_tail.service.protocol.ipc_py import Kind, Unsupported
+from paimon_tail.service.protocol.wire import ipc_stream
 
 KEY_KINDS = [
     (Kind("int", 8), pa.int8(), lambda r: r.randint(-128, 127)),

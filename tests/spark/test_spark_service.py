@@ -262,38 +262,6 @@ def test_stopping_serve_ends_the_spark_job(wh, served):
 
 
 # ---------------------------------------------------------------------------------------------- no Spark needed
-def test_change_hub_authenticates_both_ways():
-    from multiprocessing import AuthenticationError
-
-    from paimon_tail.service import remote
-
-    got = []
-    key = remote.new_authkey()
-    hub = remote.ChangeHub("127.0.0.1", key, 2, lambda i, inst, conn: got.append((i, inst, conn)))
-    try:
-        with pytest.raises((AuthenticationError, EOFError, OSError)):
-            remote.connect(("127.0.0.1", hub.port), remote.new_authkey(), 0, "x", timeout=2)
-        conn = remote.connect(("127.0.0.1", hub.port), key, 1, "abc", timeout=2)
-        deadline = time.monotonic() + 5
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert [(i, inst) for i, inst, _ in got] == [(1, "abc")]
-        link = remote.RemoteLink(1, "abc", got[0][2])
-        link.send(("delta", "db.t", 5, 0, "APPEND", {}))
-        assert conn.recv() == ("delta", "db.t", 5, 0, "APPEND", {})
-        conn.close()  # the executor went away: the service sees it
-        assert link.closed.wait(5)
-        link.close()
-        bad = remote.connect(("127.0.0.1", hub.port), key, 7, "out-of-range", timeout=2)
-        assert bad.poll(5)
-        with pytest.raises((EOFError, OSError)):  # refused after the handshake: closed
-            bad.recv()
-        bad.close()
-        assert len(got) == 1
-    finally:
-        hub.close()
-
-
 def test_spark_options_need_spark(tmp_path):
     out = subprocess.run([sys.executable, "-m", "paimon_tail", "serve", "db.t", "--warehouse", str(tmp_path),
                           "--master", "local[2]"], capture_output=True, text=True, timeout=60)

@@ -3,14 +3,18 @@
 Paimon's ``ServiceManager`` keeps one file per service id at ``<table>/service/service-<id>``; Java's own
 query service uses id ``primary-key-lookup`` with a JSON array of ``"host:port"`` strings. We use our own id,
 ``paimon-tail-lookup`` (so Java's file is never touched), and a JSON object whose ``addresses`` field has the
-same ``"host:port"`` form, plus a lease so a crashed service is recognised as stale::
+same ``"host:port"`` form (the coordinator), a lease so a crashed service is recognised as stale, and which
+executor serves which channels (a key's channel: Paimon's ``ChannelComputer`` over ``channels``)::
 
-    {"format": "paimon-tail-lookup/1", "protocol": 1, "service_id": "8c0e…", "addresses": ["127.0.0.1:43215"],
-     "host": "worker-3", "pid": 4242, "tables": ["shop.orders"], "executors": 2, "tls": false, "auth": "token",
-     "started_ms": 1767225600000, "heartbeat_ms": 1767225601000, "lease_ms": 10000}
+    {"format": "paimon-tail-lookup/1", "protocol": 2, "service_id": "8c0e…", "addresses": ["10.0.0.1:43215"],
+     "host": "coord-1", "pid": 4242, "tables": ["shop.orders"], "executors": 2, "tls": true, "auth": "token",
+     "channels": 16, "assignment": [{"index": 0, "address": "10.0.0.2:40111", "host": "exec-a",
+     "channels": [0, 2, 4, …]}, …], "started_ms": 1767225600000, "heartbeat_ms": 1767225601000, "lease_ms": 10000}
 
-The file is rewritten atomically (temporary file + rename) every lease/3 seconds and removed on clean
-shutdown. It never holds a secret (``auth`` only says whether a token is required).
+The file is rewritten atomically (temporary file + rename) every lease/3 seconds, at once when the assignment
+changes, and removed on clean shutdown. It never holds a secret (``auth`` only says whether a token is
+required). The format name stays ``/1``: version 1 clients read it (they use ``addresses``) and the coordinator
+still serves them.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
-from ..atomic_file import write_text_atomic
+from ...atomic_file import write_text_atomic
 
 SERVICE_ID = "paimon-tail-lookup"
 SERVICE_FILE = f"service/service-{SERVICE_ID}"  # relative to the table's directory
@@ -42,7 +46,9 @@ class Registration:
     heartbeat_ms: int
     lease_ms: int
     format: str = FORMAT
-    protocol: int = 1
+    protocol: int = 2
+    channels: int = 0
+    assignment: List[dict] = field(default_factory=list)  # [{"index", "address", "host", "channels"}]
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:

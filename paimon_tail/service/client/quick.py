@@ -1,12 +1,13 @@
 """A lookup of the few keys given on a command line without pyarrow, numpy or pypaimon, so that
 ``paimon-tail lookup DB.T KEY`` starts in about the time of ``import grpc`` instead of ~1 s.
 
-It walks the happy path once: the registration file, the address server's executor list, Paimon's bucket and
-executor of each key (``binary_row.py``), one call per executor with the keys as Arrow IPC (``ipc_py.py``) and
-the rows decoded in Python. Whenever anything is unusual (no live registration; TLS or a token the options do not
-give; a key or row type outside ``ipc_py``'s subset; a table the service cannot serve; an unknown ``--select``
-column; any RPC error) it returns None and the caller runs ``LookupClient``, which owns the retries, the deadline
-and every error message. This path decides no error and retries nothing.
+It walks the happy path once: the registration file, the coordinator's routing (``Executors``: channels, owners,
+addresses), Paimon's bucket and channel of each key (``keys/binary_row.py``), one call per executor with the keys
+as Arrow IPC (``protocol/ipc_py.py``) and the rows decoded in Python. Whenever anything is unusual (no live
+registration; TLS or a token the options do not give; a key or row type outside ``ipc_py``'s subset; a table the
+service cannot serve; an unknown ``--select`` column; any RPC error; a key the executor could not answer) it
+returns None and the caller runs ``LookupClient``, which owns the retries, the deadline and every error message.
+This path decides no error and retries nothing.
 """
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
-from ..compat.table_meta import TableMeta
-from . import binary_row, ipc_py
-from . import lookup_pb2 as pb
-from . import lookup_pb2_grpc as pbg
-from . import registration as regmod
-from .security import Security, make_sync_channel
+from ...compat.table_meta import TableMeta
+from ..keys import binary_row
+from ..protocol import PROTOCOL_VERSION, ipc_py
+from ..protocol import lookup_pb2 as pb
+from ..protocol import lookup_pb2_grpc as pbg
+from ..protocol import registration as regmod
+from ..protocol.security import Security, make_sync_channel
 
 MAX_MESSAGE_BYTES = 64 << 20
 
@@ -84,27 +86,32 @@ def _call(meta, keys, plan, reg, security: Security, select, deadline: float) ->
         return channels[address]
 
     try:
-        executors = pbg.AddressServiceStub(channel(reg.addresses[0])).Executors(
-            pb.ExecutorsRequest(table=meta.name), timeout=_left(deadline), metadata=metadata)
-        n = executors.num_executors
+        route = pbg.AddressServiceStub(channel(reg.addresses[0])).Executors(
+            pb.ExecutorsRequest(table=meta.name, protocol_version=PROTOCOL_VERSION), timeout=_left(deadline),
+            metadata=metadata)
+        if not route.channels:
+            return None
+        executors = {e.index: e for e in route.executors}
         groups: Dict[int, List[int]] = {}
         for i, (part, bucket) in enumerate(zip(plan["partitions"], plan["buckets"])):
-            groups.setdefault(binary_row.channel(part, bucket, n), []).append(i)
+            groups.setdefault(route.owners[binary_row.channel(part, bucket, route.channels)], []).append(i)
         calls = []
         for ex, positions in groups.items():
-            info = executors.executors[ex] if ex < len(executors.executors) else None
+            info = executors.get(ex)
             if info is None or not info.alive or not info.address:
                 return None
             request = pb.LookupRequest(
                 table=meta.name, buckets=[plan["buckets"][i] for i in positions], select=list(select or ()),
                 keys_ipc=ipc_py.encode([(name, kind, [keys[i][name] for i in positions])
-                                        for name, kind in plan["kinds"]]))
+                                        for name, kind in plan["kinds"]]), protocol_version=PROTOCOL_VERSION)
             stub = pbg.ExecutorServiceStub(channel(info.address))
             calls.append((positions, stub.Lookup.future(request, timeout=_left(deadline), metadata=metadata)))
         columns = None
         found: List[Tuple[int, List[Any]]] = []
         for positions, call in calls:
             response = call.result()
+            if len(response.failed):
+                return None
             cols, rows = ipc_py.decode(response.rows_ipc)
             columns = columns or cols
             found += [(positions[p], row) for p, row in zip(response.found, rows)]

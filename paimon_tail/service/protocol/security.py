@@ -6,6 +6,7 @@ constant time).
 """
 from __future__ import annotations
 
+import asyncio
 import hmac
 import os
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from typing import List, Optional, Tuple
 
 import grpc
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 TOKEN_ENV = "PAIMON_TAIL_TOKEN"
 
@@ -90,12 +91,33 @@ class Security:
         return (("authorization", f"Bearer {self.token}"),) if self.token else ()
 
 
-def _abort_unauthenticated(message: str):
-    async def handler(request, context):
+def _refusal(handler, message: str):
+    """A handler of the same kind as ``handler`` (unary or streaming) that refuses with UNAUTHENTICATED."""
+    async def unary(request, context):
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
-    return grpc.unary_unary_rpc_method_handler(handler, request_deserializer=lambda b: b,
-                                               response_serializer=lambda b: b)
+    async def streaming(request, context):
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        yield  # pragma: no cover - never reached: an async generator, as a streaming handler must be
+
+    async def bidi(requests, context):
+        # Take what the caller sent first: ending the call before its first message is read races the caller's
+        # write, and the caller then sees INTERNAL instead of UNAUTHENTICATED.
+        try:
+            await asyncio.wait_for(requests.__anext__(), 1.0)
+        except Exception:  # noqa: BLE001 - nothing sent, a timeout, a broken stream: refuse all the same
+            pass
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        yield  # pragma: no cover - never reached
+
+    passthrough = dict(request_deserializer=lambda b: b, response_serializer=lambda b: b)
+    if handler is not None and handler.request_streaming and handler.response_streaming:
+        return grpc.stream_stream_rpc_method_handler(bidi, **passthrough)
+    if handler is not None and handler.request_streaming:
+        return grpc.stream_unary_rpc_method_handler(unary, **passthrough)
+    if handler is not None and handler.response_streaming:
+        return grpc.unary_stream_rpc_method_handler(streaming, **passthrough)
+    return grpc.unary_unary_rpc_method_handler(unary, **passthrough)
 
 
 class TokenInterceptor(grpc.aio.ServerInterceptor):
@@ -108,8 +130,9 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
                 got = value.encode() if isinstance(value, str) else bytes(value)
                 if hmac.compare_digest(got, self._expected):
                     return await continuation(handler_call_details)
-                return _abort_unauthenticated("bad bearer token")
-        return _abort_unauthenticated("missing bearer token (set PAIMON_TAIL_TOKEN or --token-file)")
+                return _refusal(await continuation(handler_call_details), "bad bearer token")
+        return _refusal(await continuation(handler_call_details),
+                        "missing bearer token (set PAIMON_TAIL_TOKEN or --token-file)")
 
 
 def channel_options(max_message_bytes: int) -> list:

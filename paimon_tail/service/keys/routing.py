@@ -1,13 +1,15 @@
-"""Where a key lives: Paimon's bucket hash and Paimon's executor assignment, bit for bit.
+"""Where a key lives: Paimon's bucket hash and Paimon's channel assignment, bit for bit.
 
 * bucket: what pypaimon's ``FixedBucketRowKeyExtractor`` computes (murmur3 over the bucket-key ``BinaryRow``,
   Java's ``Math.abs(hash % n)``), the function writers use, so a key is looked up where it was written: one key in
   ``binary_row.py``, many in ``bucket_hash.py``, pypaimon itself for the types neither lays out.
-* executor: Paimon's ``ChannelComputer.select(partition, bucket, n)`` =
-  ``(Math.abs(partition.hashCode()) % n + bucket) % n`` with Java ``int`` arithmetic, where
-  ``BinaryRow.hashCode()`` is ``MurmurHashUtils.hashBytesByWords`` over the row's bytes (seed 42).
+* channel: Paimon's ``ChannelComputer.select(partition, bucket, n)`` =
+  ``(Math.abs(partition.hashCode()) % n + bucket) % n`` with Java ``int`` arithmetic over the service's channel
+  count, where ``BinaryRow.hashCode()`` is ``MurmurHashUtils.hashBytesByWords`` over the row's bytes (seed 42).
+  The coordinator assigns channels to executors (``coordinator/assignment.py``); the assignment travels to
+  clients (``ExecutorsResponse.owners``) and executors (``Assignment``).
 
-Both the client and the executors use this module, so they always agree.
+The client, the coordinator and the executors use this module, so they always agree.
 """
 from __future__ import annotations
 
@@ -17,10 +19,10 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ..compat.table_meta import TableMeta, table_meta
-from ..errors import UsageError
+from ...compat.table_meta import TableMeta, table_meta
+from ...errors import UsageError
 from . import binary_row
-from .binary_row import channel, java_abs  # noqa: F401  (re-exported: the executor assignment lives here)
+from .binary_row import channel, java_abs  # noqa: F401  (re-exported: the channel of a key lives here)
 
 
 def binary_row_hash(values: Sequence[Any], fields: Sequence) -> int:
@@ -109,13 +111,14 @@ class TableRouting:
                 self._partition_hash_cache[partition] = cached
         return cached
 
-    def executor_of(self, partition: Tuple, bucket: int, num_executors: int) -> int:
-        return channel(self.partition_hash(partition), bucket, num_executors)
+    def channel_of(self, partition: Tuple, bucket: int, channels: int) -> int:
+        """The channel of a (partition, bucket) among ``channels``: Paimon's ``ChannelComputer.select``."""
+        return channel(self.partition_hash(partition), bucket, channels)
 
-    def route(self, key: Dict[str, Any], num_executors: int) -> Tuple[int, int]:
-        """(bucket, executor index) of a key given as {column: value} for every primary-key column."""
+    def route(self, key: Dict[str, Any], channels: int) -> Tuple[int, int]:
+        """(bucket, channel) of a key given as {column: value} for every primary-key column."""
         bucket = self.bucket(key)
-        return bucket, self.executor_of(self.partition_of(key), bucket, num_executors)
+        return bucket, self.channel_of(self.partition_of(key), bucket, channels)
 
 
 def table_kind(table) -> str:

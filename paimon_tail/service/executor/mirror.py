@@ -12,33 +12,15 @@ import copy
 import os
 import threading
 import uuid
-from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, Sequence, Tuple
 
 import pyarrow as pa
 
-from ..storage.retry import StorageRetry
-from ..stream.reader import split_batches
+from ...storage.retry import StorageRetry
+from ...stream.reader import split_batches
+from ..protocol.changes import BucketFiles
 
 _RETRY = StorageRetry(timeout=None)
-
-
-@dataclass
-class BucketFiles:
-    """The live files of one bucket (what a merge read of the bucket needs)."""
-
-    files: List = field(default_factory=list)  # DataFileMeta with remote file_path set
-    deletion_files: Optional[List] = None  # aligned with files, or None
-
-    def copy(self) -> "BucketFiles":
-        return BucketFiles(list(self.files), list(self.deletion_files) if self.deletion_files else None)
-
-    def apply(self, adds: Sequence, deletes: Sequence) -> "BucketFiles":
-        gone = {f.file_name for f in deletes}
-        files = [f for f in self.files if f.file_name not in gone]
-        known = {f.file_name for f in files}
-        files += [f for f in adds if f.file_name not in known]
-        return BucketFiles(files, None)
 
 
 def partition_path(partition_keys: Sequence[str], values: Sequence) -> str:
@@ -78,18 +60,22 @@ class LocalMirror:
     """Local copies of one table's files for one executor."""
 
     def __init__(self, table, root: str) -> None:
-        from pypaimon.filesystem.local_file_io import LocalFileIO
-        from pypaimon.table.file_store_table import FileStoreTable
-
-        self.table = table
         self.root = root
         os.makedirs(root, mode=0o700, exist_ok=True)
         self._lock = threading.Lock()
         self._schema_ids: set = set()
-        self.sync_schemas()
-        self.local_table = FileStoreTable(LocalFileIO(), table.identifier, root, table.table_schema)
         self.bytes_copied = 0
         self.files_copied = 0
+        self.use(table)
+
+    def use(self, table) -> None:
+        """Read with ``table``'s schema from now on (a writer evolved it: files of older schemas are read evolved)."""
+        from pypaimon.filesystem.local_file_io import LocalFileIO
+        from pypaimon.table.file_store_table import FileStoreTable
+
+        self.table = table
+        self.sync_schemas()
+        self.local_table = FileStoreTable(LocalFileIO(), table.identifier, self.root, table.table_schema)
 
     # -- schemas ------------------------------------------------------------------------------------------
     def sync_schemas(self) -> None:

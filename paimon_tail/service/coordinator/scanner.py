@@ -3,13 +3,14 @@
 It stands on the streaming core (``SnapshotPlanner`` + ``SnapshotWalker``: lookahead, inotify/polling, gap
 detection). Per snapshot it reads the snapshot's *delta manifest entries* (ADD and DELETE, so COMPACT snapshots
 that replace files are seen as such), groups them by (partition, bucket) and sends every executor one message
-per snapshot — its buckets' changes, possibly none, so every executor knows which snapshot it serves.
+per snapshot — its buckets' changes, possibly none, so every executor knows which snapshot it serves. A bucket's
+executor is the owner of its channel in the coordinator's current assignment (``registry.py``).
 
-Messages (pickled through the executor's pipe):
+Messages (``lookup.proto``, on each executor's Join stream; ``protocol/changes.py`` encodes the file metadata):
 
-* ``("full", table, snapshot_id, commit_ms, {(partition, bucket): BucketFiles})`` — all buckets the executor owns
-  at that snapshot (at start, after an executor restart, after a snapshot gap);
-* ``("delta", table, snapshot_id, commit_ms, commit_kind, {(partition, bucket): BucketChange})``.
+* ``TableFull`` — every bucket the executor owns at one snapshot (when it joins, when it gained channels, after a
+  snapshot gap);
+* ``TableDelta`` — one snapshot's ``BucketChange``s of its buckets, with the snapshot's commit kind and schema id.
 
 Deletion-vector tables get ``BucketChange.replace`` (the bucket's full split from a plan, with its deletion
 files) because deletion vectors live in index manifests, not in the data-file entries.
@@ -18,17 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from ..errors import SnapshotGap
-from ..stream.planner import SnapshotPlanner
-from ..atomic_file import local_path
-from ..storage.errors import endpoint_of
-from ..storage.retry import StorageHealth, StorageRetry
-from ..stream.walker import SnapshotWalker
-from .mirror import BucketFiles
-from .routing import TableRouting
+from ...atomic_file import local_path
+from ...errors import SnapshotGap
+from ...storage.errors import endpoint_of
+from ...storage.retry import StorageHealth, StorageRetry
+from ...stream.planner import SnapshotPlanner
+from ...stream.walker import SnapshotWalker
+from ..keys.routing import TableRouting
+from ..protocol import lookup_pb2 as pb
+from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec, table_mode
+from .registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -37,63 +39,39 @@ ADD, DELETE = 0, 1
 # lease/3 s) and checks for gaps, and should stay under 5 requests/s per table when idle.
 SERVICE_REMOTE_POLL_INTERVAL = 0.3
 
-BucketKey = Tuple[Tuple, int]
-
-
-@dataclass
-class BucketChange:
-    adds: List = field(default_factory=list)
-    deletes: List = field(default_factory=list)
-    replace: Optional[BucketFiles] = None
-
-
-def table_mode(table) -> str:
-    """How an executor keeps a table's buckets current.
-
-    * ``dedup``: deduplicate engine, no sequence field, deletes honoured → new level-0 files upsert the index;
-    * ``merge``: other merge engines → re-merge a bucket when it changes (COMPACT snapshots keep content);
-    * ``skip0``: batch reads ignore level-0 files (first-row) → re-merge on every change, compactions included;
-    * ``dv``: deletion vectors → the scanner sends full splits (deletion files come from index manifests).
-    """
-    opts = table.options
-    if opts.deletion_vectors_enabled():
-        return "dv"
-    if opts.batch_scan_skip_level0():
-        return "skip0"
-    engine = str(opts.merge_engine()).lower().replace("mergeengine.", "")
-    if "dedup" in engine and not opts.sequence_field() and not opts.ignore_delete():
-        return "dedup"
-    return "merge"
-
 
 class TableScanner:
-    def __init__(self, name: str, table, num_executors: int, send: Callable[[int, tuple], None],
-                 health: Optional[StorageHealth] = None, poll_interval: Optional[float] = None) -> None:
+    def __init__(self, name: str, table, registry: Registry, health: Optional[StorageHealth] = None,
+                 poll_interval: Optional[float] = None) -> None:
         self.name = name
         self.table = table
         self.routing = TableRouting.of(table)
         self.mode = table_mode(table)
-        self.num_executors = num_executors
-        self.send = send
+        self.registry = registry
+        self.codec = RowCodec(table)
         self.planner = SnapshotPlanner(table.new_stream_read_builder().new_streaming_scan())
         # A service waits out any storage outage (no timeout); the status shows it (``service status``).
         self.retry = StorageRetry(endpoint_of(table.file_io), timeout=None, health=health)
         if poll_interval is None and local_path(table.table_path) is None:
             poll_interval = SERVICE_REMOTE_POLL_INTERVAL
         self.walker = SnapshotWalker(self.planner, poll_interval, retry=self.retry)
-        self.resync: Set[int] = set(range(num_executors))
+        self.resync: Set[int] = set()  # executors to send a full state at the next opportunity
         self.snapshot = None  # last snapshot sent
         self.snapshots_sent = 0
         self.error: Optional[BaseException] = None
 
     # -- assignment ---------------------------------------------------------------------------------------
     def owner(self, partition: Tuple, bucket: int) -> int:
-        return self.routing.executor_of(partition, bucket, self.num_executors)
+        a = self.registry.assignment
+        return a.owners[self.routing.channel_of(partition, bucket, a.channels)]
 
     def request_full(self, index: int) -> None:
-        """Executor ``index`` (re)started: send it everything it owns at the next opportunity."""
+        """Executor ``index`` joined or gained channels: send it everything it owns at the next opportunity."""
         self.resync.add(index)
         self.walker.wake()
+
+    def _send(self, index: int, **work) -> None:
+        self.registry.send(index, pb.ExecutorWork(**work))
 
     # -- planning (threads) -------------------------------------------------------------------------------
     def _full_buckets(self, snapshot, keep: Optional[Callable[[BucketKey], bool]] = None) -> Dict[BucketKey, BucketFiles]:
@@ -132,16 +110,18 @@ class TableScanner:
         return changes
 
     # -- sending ------------------------------------------------------------------------------------------
-    def _send_full(self, snapshot, targets: Set[int], buckets: Optional[Dict[BucketKey, BucketFiles]] = None) -> None:
-        if buckets is None:
-            buckets = self._full_buckets(snapshot)
-        per: Dict[int, Dict] = {i: {} for i in targets}
+    def _send_full(self, snapshot, targets: Set[int], buckets: Dict[BucketKey, BucketFiles]) -> None:
+        """Each target's buckets (by the current assignment) at ``snapshot``; on the loop, so that the assignment
+        the buckets are chosen by is the last one sent to each target before this message."""
+        per: Dict[int, List] = {i: [] for i in targets}
         for key, files in buckets.items():
             owner = self.owner(*key)
             if owner in per:
-                per[owner][key] = files
+                per[owner].append(self.codec.bucket_files(key, files))
         for i in targets:
-            self.send(i, ("full", self.name, snapshot.id, snapshot.time_millis, per[i]))
+            self._send(i, full=pb.TableFull(table=self.name, snapshot_id=snapshot.id,
+                                            commit_time_ms=snapshot.time_millis, schema_id=snapshot.schema_id,
+                                            buckets=per[i]))
             self.resync.discard(i)
 
     async def _process(self, snapshot) -> None:
@@ -156,13 +136,15 @@ class TableScanner:
                     changes[key] = BucketChange(replace=full.get(key, BucketFiles()))
         if targets:
             self._send_full(snapshot, targets, full)
-        per: Dict[int, Dict] = {i: {} for i in range(self.num_executors) if i not in targets}
+        per: Dict[int, List] = {i: [] for i in self.registry.indices() if i not in targets}
         for key, change in changes.items():
             owner = self.owner(*key)
             if owner in per:
-                per[owner][key] = change
+                per[owner].append(self.codec.bucket_change(key, change))
         for i, ch in per.items():
-            self.send(i, ("delta", self.name, snapshot.id, snapshot.time_millis, snapshot.commit_kind, ch))
+            self._send(i, delta=pb.TableDelta(table=self.name, snapshot_id=snapshot.id,
+                                              commit_time_ms=snapshot.time_millis, schema_id=snapshot.schema_id,
+                                              commit_kind=str(snapshot.commit_kind), changes=ch))
         self.snapshot = snapshot
         self.snapshots_sent += 1
 
@@ -183,14 +165,15 @@ class TableScanner:
         while snapshot is None:
             # An empty table: executors serve "snapshot 0" (nothing) until the first commit.
             for i in list(self.resync):
-                self.send(i, ("full", self.name, 0, 0, {}))
+                self._send(i, full=pb.TableFull(table=self.name))
                 self.resync.discard(i)
             await self.walker.wait()
             snapshot = await self.retry.call(self.planner.snapshot, 1) or \
                 await self.retry.call(self.planner.latest)
         first = snapshot
         buckets = await self.retry.call(self._full_buckets, first)
-        self._send_full(first, set(range(self.num_executors)), buckets)
+        self.resync |= set(self.registry.indices())
+        self._send_full(first, set(self.resync), buckets)
         self.snapshot = first
         next_id = first.id + 1
         while True:
@@ -199,15 +182,15 @@ class TableScanner:
             except SnapshotGap as gap:
                 log.warning("%s: %s; resending full state", self.name, gap)
                 latest = await self.retry.call(self.planner.latest)
-                self._send_full(latest, set(range(self.num_executors)))
+                buckets = await self.retry.call(self._full_buckets, latest)
+                self._send_full(latest, set(self.registry.indices()), buckets)
                 self.snapshot = latest
                 next_id = latest.id + 1
                 continue
             if not snaps:
                 if self.resync and self.snapshot is not None:
-                    targets = set(self.resync)
                     buckets = await self.retry.call(self._full_buckets, self.snapshot)
-                    self._send_full(self.snapshot, targets, buckets)
+                    self._send_full(self.snapshot, set(self.resync), buckets)
                     continue
                 await self.walker.wait()
                 continue

@@ -17,7 +17,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Mapping, Sequence
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 _INT_RANGES = {
     "TINYINT": (-(1 << 7), (1 << 7) - 1),
@@ -39,7 +39,7 @@ class KeyParser:
     """Keys of one table (a pypaimon table or a ``TableMeta``); pure Python until Arrow is asked for."""
 
     def __init__(self, table) -> None:
-        from ..compat.table_meta import table_meta
+        from ...compat.table_meta import table_meta
 
         self.meta = table_meta(table)
         self.names: List[str] = list(self.meta.primary_keys)

@@ -81,8 +81,8 @@ class Segment:
     def __init__(self, table: pa.Table, hashes: np.ndarray, positions: np.ndarray,
                  deleted: Optional[np.ndarray] = None, files: Sequence[str] = ()) -> None:
         self.table = table
-        self.hashes = hashes
-        self.positions = positions
+        self.hashes = np.asarray(hashes)  # plain ndarray views of memory maps: no memmap subclass per access
+        self.positions = np.asarray(positions)
         self.deleted = deleted
         self.files = list(files)
         # Arrow's take on a chunked table concatenates the chunks first (a copy of the whole column per lookup):
@@ -115,6 +115,12 @@ class Segment:
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[order] = np.arange(len(order))
         return merged.take(pa.array(inverse))
+
+    def row(self, position: int, columns: Optional[Sequence[str]] = None) -> pa.RecordBatch:
+        """One row as a record batch (a zero-copy slice of the batch that holds it)."""
+        k = 0 if len(self.batches) == 1 else int(self.starts.searchsorted(position, side="right")) - 1
+        batch = self.batches[k].slice(position - int(self.starts[k]), 1)
+        return batch if columns is None else batch.select(list(columns))
 
     @property
     def num_rows(self) -> int:
@@ -293,6 +299,18 @@ class BucketStore:
                 mask[req] = False
                 remaining = remaining[mask]
         return out, remaining
+
+    def find_exact(self, h: np.uint64) -> Optional[Tuple[Segment, int]]:
+        """(segment, row) of one key of an integer-keyed store (``exact``: the hash is the key), or None."""
+        for seg in (list(reversed(self.overlays)) + [self.base]) if self.overlays else (self.base,):
+            hs = seg.hashes
+            i = int(hs.searchsorted(h))
+            if i < len(hs) and hs[i] == h:
+                row = int(seg.positions[i])
+                if seg.deleted is not None and seg.deleted[row]:
+                    return None
+                return seg, row
+        return None
 
     def lookup(self, keys: pa.Table, h: Optional[np.ndarray] = None,
                columns: Optional[Sequence[str]] = None) -> Tuple[np.ndarray, Optional[pa.Table]]:

@@ -42,7 +42,7 @@ class Kind(NamedTuple):  # a NamedTuple, not a dataclass: this module is on the 
 
 def kind_of_paimon(type_name: str) -> Kind:
     """The Arrow type pypaimon gives a Paimon key type (``PyarrowFieldParser``), for the types keys use."""
-    from .binary_row import base_type
+    from ..keys.binary_row import base_type
 
     base = base_type(type_name)
     ints = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "INTEGER": 32, "BIGINT": 64}

@@ -6,7 +6,8 @@ schema is serialised once and cached; each call only serialises its batches (~4 
 """
 from __future__ import annotations
 
-from typing import Dict
+import struct
+from typing import Any, Dict, Optional
 
 import pyarrow as pa
 
@@ -42,3 +43,34 @@ def ipc_stream(table) -> bytes:
             parts.append(batch.serialize().to_pybytes())
     parts.append(_EOS)
     return b"".join(parts)
+
+
+def stream_of(schema_message: bytes, batch: pa.RecordBatch) -> bytes:
+    """An IPC stream of one batch whose schema message the caller has (``schema_bytes``), without hashing the
+    schema again."""
+    return b"".join((schema_message, batch.serialize().to_pybytes(), _EOS))
+
+
+class FirstRow:
+    """The first row of an Arrow IPC stream as a dict (None for no rows), for one-key answers: the schema message
+    is parsed once per distinct schema, and one row's values are read column by column (``to_pylist`` costs more
+    for a single row). Values are those ``to_pylist`` gives."""
+
+    def __init__(self) -> None:
+        self._schemas: Dict[bytes, pa.Schema] = {}
+
+    def __call__(self, data: bytes) -> Optional[Dict[str, Any]]:
+        head = 8 + struct.unpack_from("<i", data, 4)[0]  # continuation marker, metadata length, metadata
+        prefix = data[:head]
+        schema = self._schemas.get(prefix)
+        if schema is None:
+            schema = pa.ipc.read_schema(pa.py_buffer(prefix))
+            if len(self._schemas) > 64:
+                self._schemas.clear()
+            self._schemas[prefix] = schema
+        if len(data) - head <= len(_EOS):
+            return None
+        batch = pa.ipc.read_record_batch(pa.py_buffer(data).slice(head), schema)
+        if not batch.num_rows:
+            return None
+        return {name: column[0].as_py() for name, column in zip(schema.names, batch.columns)}

@@ -1,4 +1,4 @@
-"""Paimon's key hashing for one key in plain Python: ``BinaryRow.hashCode()``, the bucket and the executor.
+"""Paimon's key hashing for one key in plain Python: ``BinaryRow.hashCode()``, the bucket and the channel.
 
 The same bytes as pypaimon's ``GenericRowSerializer`` (``BinaryRow`` layout: a header word, one 8-byte slot per
 field, a variable part) hashed with ``MurmurHashUtils.hashBytesByWords`` (murmur3 x86_32, seed 42), for the key

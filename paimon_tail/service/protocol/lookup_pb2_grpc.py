@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class AddressServiceStub:
-    """---------------------------------------------------------------------------------------------- address
+    """---------------------------------------------------------------------------------------------- coordinator
     """
 
     def __init__(self, channel):
@@ -35,16 +35,6 @@ class AddressServiceStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.Register = channel.unary_unary(
-                '/paimon_tail.lookup.v1.AddressService/Register',
-                request_serializer=lookup__pb2.RegisterRequest.SerializeToString,
-                response_deserializer=lookup__pb2.RegisterResponse.FromString,
-                _registered_method=True)
-        self.Heartbeat = channel.unary_unary(
-                '/paimon_tail.lookup.v1.AddressService/Heartbeat',
-                request_serializer=lookup__pb2.HeartbeatRequest.SerializeToString,
-                response_deserializer=lookup__pb2.HeartbeatResponse.FromString,
-                _registered_method=True)
         self.Executors = channel.unary_unary(
                 '/paimon_tail.lookup.v1.AddressService/Executors',
                 request_serializer=lookup__pb2.ExecutorsRequest.SerializeToString,
@@ -55,28 +45,19 @@ class AddressServiceStub:
                 request_serializer=lookup__pb2.StatusRequest.SerializeToString,
                 response_deserializer=lookup__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.Join = channel.stream_stream(
+                '/paimon_tail.lookup.v1.AddressService/Join',
+                request_serializer=lookup__pb2.ExecutorReport.SerializeToString,
+                response_deserializer=lookup__pb2.ExecutorWork.FromString,
+                _registered_method=True)
 
 
 class AddressServiceServicer:
-    """---------------------------------------------------------------------------------------------- address
+    """---------------------------------------------------------------------------------------------- coordinator
     """
 
-    def Register(self, request, context):
-        """An executor announces itself (at start and after a restart, with a new instance id).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def Heartbeat(self, request, context):
-        """Every ~0.5 s: served snapshots, keys held, request counters. Missing heartbeats mark it dead.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
     def Executors(self, request, context):
-        """What a client needs to route keys: the executor count and each executor's address.
+        """What a client needs to route keys: the channel count, each channel's executor, each executor's address.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -89,19 +70,17 @@ class AddressServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Join(self, request_iterator, context):
+        """An executor joins: it sends a hello, then a heartbeat every interval; the coordinator sends a welcome, its
+        assignment, and the file changes of the buckets it serves, until either side ends the call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AddressServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'Register': grpc.unary_unary_rpc_method_handler(
-                    servicer.Register,
-                    request_deserializer=lookup__pb2.RegisterRequest.FromString,
-                    response_serializer=lookup__pb2.RegisterResponse.SerializeToString,
-            ),
-            'Heartbeat': grpc.unary_unary_rpc_method_handler(
-                    servicer.Heartbeat,
-                    request_deserializer=lookup__pb2.HeartbeatRequest.FromString,
-                    response_serializer=lookup__pb2.HeartbeatResponse.SerializeToString,
-            ),
             'Executors': grpc.unary_unary_rpc_method_handler(
                     servicer.Executors,
                     request_deserializer=lookup__pb2.ExecutorsRequest.FromString,
@@ -112,6 +91,11 @@ def add_AddressServiceServicer_to_server(servicer, server):
                     request_deserializer=lookup__pb2.StatusRequest.FromString,
                     response_serializer=lookup__pb2.StatusResponse.SerializeToString,
             ),
+            'Join': grpc.stream_stream_rpc_method_handler(
+                    servicer.Join,
+                    request_deserializer=lookup__pb2.ExecutorReport.FromString,
+                    response_serializer=lookup__pb2.ExecutorWork.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'paimon_tail.lookup.v1.AddressService', rpc_method_handlers)
@@ -121,62 +105,8 @@ def add_AddressServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AddressService:
-    """---------------------------------------------------------------------------------------------- address
+    """---------------------------------------------------------------------------------------------- coordinator
     """
-
-    @staticmethod
-    def Register(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/paimon_tail.lookup.v1.AddressService/Register',
-            lookup__pb2.RegisterRequest.SerializeToString,
-            lookup__pb2.RegisterResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def Heartbeat(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/paimon_tail.lookup.v1.AddressService/Heartbeat',
-            lookup__pb2.HeartbeatRequest.SerializeToString,
-            lookup__pb2.HeartbeatResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
 
     @staticmethod
     def Executors(request,
@@ -222,6 +152,33 @@ class AddressService:
             '/paimon_tail.lookup.v1.AddressService/Status',
             lookup__pb2.StatusRequest.SerializeToString,
             lookup__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Join(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/paimon_tail.lookup.v1.AddressService/Join',
+            lookup__pb2.ExecutorReport.SerializeToString,
+            lookup__pb2.ExecutorWork.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,124 @@
+"""Who runs serve's own executors (its slots ``0..N-1``) and keeps them running.
+
+Every executor, wherever it runs, joins the coordinator the same way (``executor/runner.py``); a launcher only
+starts them and brings back what dies. ``LocalProcesses`` (the default) spawns processes on this machine and
+restarts one that exits, stops heart-beating (SIGSTOP, a hang: SIGKILLed first) or does not join; the Spark
+launcher (``paimon_tail.spark.service_job``) runs them as the tasks of one job.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from typing import Dict, List, Optional
+
+from ..executor.runner import ExecutorSpec, executor_main
+from .registry import Registry
+
+log = logging.getLogger(__name__)
+
+JOIN_TIMEOUT = 120.0  # a started executor that has not joined by then is started again
+
+
+class ExecutorLauncher:
+    """Starts the executors of serve's slots (``specs[i]`` for slot ``i``) and keeps them running.
+
+    ``start`` is called on the event loop's thread (the main thread: signal dispositions are inherited from it)
+    and ``supervise`` on the loop every 0.2 s: neither may block; ``stop`` is called in a worker thread and may.
+    ``error`` set means the launcher gave up, which stops the service.
+    """
+
+    description = "local"
+    error: Optional[BaseException] = None
+    restarts = 0
+
+    def start(self, specs: List[ExecutorSpec]) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def supervise(self, registry: Registry, timeout: float) -> None:
+        pass
+
+    def stop(self, timeout: float) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """An executor is in our process group, so a Ctrl-C on the terminal reaches it too: while it imports (about
+    a second), before executor_main ignores SIGINT, that was a KeyboardInterrupt traceback per executor. An
+    ignored signal stays ignored across fork and exec (a handler does not), so it starts ignoring SIGINT. A
+    Ctrl-C in the few milliseconds of the start is lost (press it again)."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers belong to the main thread
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class LocalProcesses(ExecutorLauncher):
+    """Executors as ``multiprocessing`` spawn processes of serve (they join over gRPC like any other)."""
+
+    def __init__(self) -> None:
+        self._ctx = multiprocessing.get_context("spawn")
+        self.specs: List[ExecutorSpec] = []
+        self.processes: Dict[int, multiprocessing.Process] = {}
+        self.started: Dict[int, float] = {}
+
+    def start(self, specs: List[ExecutorSpec]) -> None:
+        self.specs = list(specs)
+        for spec in specs:
+            self._spawn(spec.index)
+
+    def _spawn(self, index: int) -> None:
+        process = self._ctx.Process(target=executor_main, args=(self.specs[index],), daemon=True,
+                                    name=f"paimon-tail-executor-{index}")
+        with _sigint_ignored():
+            process.start()
+        self.processes[index] = process
+        self.started[index] = time.monotonic()
+
+    def _restart(self, index: int, reason: str) -> None:
+        log.warning("executor %d %s: restarting it", index, reason)
+        self.restarts += 1
+        process = self.processes[index]
+        if process.is_alive():
+            try:
+                os.kill(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        process.join(timeout=0.5)
+        self._spawn(index)
+
+    def supervise(self, registry: Registry, timeout: float) -> None:
+        now = time.monotonic()
+        for index, process in list(self.processes.items()):
+            member = registry.members.get(index)
+            if not process.is_alive():
+                self._restart(index, f"exited (code {process.exitcode})")
+            elif member is not None and member.hello.pid == process.pid and now - member.last_heartbeat > timeout:
+                member.end()
+                self._restart(index, f"sent no heartbeat for {now - member.last_heartbeat:.1f}s")
+            elif (member is None or member.hello.pid != process.pid) and now - self.started[index] > JOIN_TIMEOUT:
+                self._restart(index, f"did not join within {JOIN_TIMEOUT:.0f}s")
+
+    def pids(self) -> List[int]:
+        return [p.pid for p in self.processes.values() if p.pid]
+
+    def stop(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for process in self.processes.values():  # told to stop by the service: they exit on their own
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=1.0)
+        self.processes.clear()
+
+
+__all__ = ["ExecutorLauncher", "LocalProcesses"]

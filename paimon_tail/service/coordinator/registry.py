@@ -1,0 +1,221 @@
+"""The coordinator's view of its executors: who joined, what they serve, and which channels each owns.
+
+An executor is a *member* while its Join call lives. Serve's own executors (local processes or Spark tasks) join
+into their slot ``0..N-1``; executors that join from elsewhere (``paimon-tail executor --join``) get the next
+free index ``≥ N``. A slot counts for the assignment even while its executor restarts (its launcher brings it
+back within seconds); a joined executor counts only while joined, so its channels move to the others the moment
+it leaves or falls silent. Every change of the assignment is sent to every member (in order with its file
+changes, on the same stream) and reported to ``on_assignment`` (the scanners send full states to executors that
+gained channels; the registration is rewritten).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+from ..protocol import ASSIGNMENT, PROTOCOL_VERSION
+from ..protocol import lookup_pb2 as pb
+from .assignment import NONE, Assignment, initial, rebalance
+
+
+class JoinRefused(Exception):
+    """A hello the coordinator cannot accept (the reason is sent back to the executor)."""
+
+
+@dataclass(eq=False)
+class Member:
+    index: int
+    hello: pb.ExecutorHello
+    slot: bool  # one of serve's own executors
+    outbox: "asyncio.Queue[Optional[pb.ExecutorWork]]" = field(default_factory=asyncio.Queue)
+    joined: float = field(default_factory=time.monotonic)
+    last_heartbeat: float = field(default_factory=time.monotonic)
+    last_heartbeat_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    tables: Dict[str, pb.TableServing] = field(default_factory=dict)
+    requests: int = 0
+    keys: int = 0
+    rates: Tuple[float, float] = (0.0, 0.0)
+    _prev: Optional[Tuple[float, int, int]] = None
+    gone: bool = False
+
+    @property
+    def address(self) -> str:
+        return self.hello.address
+
+    def send(self, work: pb.ExecutorWork) -> None:
+        if not self.gone:
+            self.outbox.put_nowait(work)
+
+    def end(self) -> None:
+        """End its Join call (it left, fell silent, or was replaced)."""
+        if not self.gone:
+            self.gone = True
+            self.outbox.put_nowait(None)
+
+    def alive(self, timeout: float, now: Optional[float] = None) -> bool:
+        now = time.monotonic() if now is None else now
+        return not self.gone and now - self.last_heartbeat <= timeout
+
+
+class Registry:
+    def __init__(self, slots: int, tables: List[str], channels: int, heartbeat_timeout: float = 2.0,
+                 service_id: str = "", warehouse: str = "", limits: Tuple[int, int] = (100_000, 64 << 20),
+                 heartbeat_interval: float = 0.5) -> None:
+        self.slots = slots
+        self.tables = list(tables)
+        self.heartbeat_timeout = heartbeat_timeout
+        self.heartbeat_interval = heartbeat_interval
+        self.service_id = service_id
+        self.warehouse = warehouse.rstrip("/")
+        self.max_batch_keys, self.max_message_bytes = limits
+        self.members: Dict[int, Member] = {}
+        self.restarts: Dict[int, int] = {}
+        self.assignment: Assignment = initial(channels, slots)
+        self.started_ms = int(time.time() * 1000)
+        # called with the indices that gained channels, after every change of the assignment
+        self.on_assignment: List[Callable[[Set[int]], None]] = []
+        self.on_join: List[Callable[[int], None]] = []
+
+    # -- membership ---------------------------------------------------------------------------------------
+    def join(self, hello: pb.ExecutorHello) -> Member:
+        if hello.protocol_version != PROTOCOL_VERSION:
+            raise JoinRefused(f"executor speaks protocol {hello.protocol_version}, the service {PROTOCOL_VERSION}")
+        if not hello.address or not hello.instance_id:
+            raise JoinRefused("bad executor hello: no address or instance id")
+        if hello.warehouse.rstrip("/") != self.warehouse:
+            raise JoinRefused(f"the executor reads warehouse {hello.warehouse or '(none)'}, the service serves "
+                              f"{self.warehouse}")
+        if hello.index >= 0:
+            if hello.index >= self.slots:
+                raise JoinRefused(f"bad executor index {hello.index}: the service has {self.slots} slot(s); "
+                                  "executors that join ask for any index (-1)")
+            index = hello.index
+        else:
+            index = self.slots
+            while index in self.members:
+                index += 1
+        old = self.members.get(index)
+        if old is not None:
+            old.end()  # an older instance of this slot: replaced
+        member = Member(index, hello, slot=index < self.slots)
+        self.members[index] = member
+        self.restarts[index] = self.restarts.get(index, -1) + 1
+        member.send(pb.ExecutorWork(welcome=pb.Welcome(
+            index=index, tables=self.tables, heartbeat_interval_ms=int(self.heartbeat_interval * 1000),
+            service_id=self.service_id, max_batch_keys=self.max_batch_keys,
+            max_message_bytes=self.max_message_bytes)))
+        changed = self._rebalance()
+        if not changed:  # its assignment did not change: it still needs to hear it
+            member.send(self._assignment_work())
+        for callback in self.on_join:
+            callback(index)
+        return member
+
+    def leave(self, member: Member) -> None:
+        """Its Join call ended."""
+        member.end()
+        if self.members.get(member.index) is member:
+            del self.members[member.index]
+            self._rebalance()
+
+    def heartbeat(self, member: Member, hb: pb.Heartbeat) -> None:
+        now = time.monotonic()
+        member.last_heartbeat = now
+        member.last_heartbeat_ms = int(time.time() * 1000)
+        member.tables = {t.table: t for t in hb.tables}
+        prev = member._prev
+        if prev is not None and now - prev[0] > 0.05:
+            dt = now - prev[0]
+            member.rates = ((hb.requests - prev[1]) / dt, (hb.keys_looked_up - prev[2]) / dt)
+        if prev is None or now - prev[0] >= 1.0:
+            member._prev = (now, hb.requests, hb.keys_looked_up)
+        member.requests, member.keys = hb.requests, hb.keys_looked_up
+
+    def silent(self, timeout: float, now: Optional[float] = None) -> List[Member]:
+        now = time.monotonic() if now is None else now
+        return [m for m in self.members.values() if now - m.last_heartbeat > timeout]
+
+    def send(self, index: int, work: pb.ExecutorWork) -> None:
+        member = self.members.get(index)
+        if member is not None:
+            member.send(work)
+
+    def indices(self) -> List[int]:
+        return sorted(self.members)
+
+    def stop_all(self, reason: str) -> None:
+        for member in list(self.members.values()):
+            member.send(pb.ExecutorWork(stop=pb.Stop(reason=reason)))
+
+    # -- assignment ---------------------------------------------------------------------------------------
+    def owner(self, channel: int) -> int:
+        return self.assignment.owners[channel]
+
+    def _assignment_work(self) -> pb.ExecutorWork:
+        a = self.assignment
+        return pb.ExecutorWork(assignment=pb.Assignment(version=a.version, channels=a.channels, owners=a.owners))
+
+    def _rebalance(self) -> bool:
+        candidates = set(range(self.slots)) | {i for i, m in self.members.items() if not m.slot}
+        old = self.assignment
+        new = rebalance(old, sorted(candidates))
+        if new is old:
+            return False
+        self.assignment = new
+        work = self._assignment_work()
+        for member in self.members.values():
+            member.send(work)
+        before = old.by_executor()
+        gained = {e for e, cs in new.by_executor().items() if not set(cs) <= set(before.get(e, ()))}
+        for callback in self.on_assignment:
+            callback(gained)
+        return True
+
+    # -- what clients see ---------------------------------------------------------------------------------
+    def info(self, index: int, table: str) -> pb.ExecutorInfo:
+        member = self.members.get(index)
+        if member is None:
+            return pb.ExecutorInfo(index=index, restarts=max(0, self.restarts.get(index, 0)))
+        serving = member.tables.get(table)
+        h = member.hello
+        return pb.ExecutorInfo(
+            index=index, address=h.address, alive=member.alive(self.heartbeat_timeout),
+            snapshot_id=serving.snapshot_id if serving is not None else 0, pid=h.pid, instance_id=h.instance_id,
+            restarts=max(0, self.restarts.get(index, 0)), host=h.host, joined=not member.slot,
+        )
+
+    def known(self) -> List[int]:
+        """Indices a status shows: every slot, and every joined executor."""
+        return sorted(set(range(self.slots)) | set(self.members))
+
+    def executors(self, table: str, protocol_version: int) -> pb.ExecutorsResponse:
+        a = self.assignment
+        common = dict(protocol_version=PROTOCOL_VERSION, assignment=ASSIGNMENT, max_batch_keys=self.max_batch_keys,
+                      max_message_bytes=self.max_message_bytes, tables=self.tables)
+        if protocol_version < 2:
+            # A version 1 client routes with ChannelComputer over num_executors and indexes executors by the
+            # result: give it one entry per channel, the channel's executor.
+            infos = {i: self.info(i, table) for i in set(a.owners) if i != NONE}
+            return pb.ExecutorsResponse(num_executors=a.channels, executors=[
+                infos[o] if o != NONE else pb.ExecutorInfo(index=c) for c, o in enumerate(a.owners)], **common)
+        known = self.known()
+        return pb.ExecutorsResponse(num_executors=len(known), executors=[self.info(i, table) for i in known],
+                                    channels=a.channels, owners=a.owners, **common)
+
+    def ready(self, table: str, snapshot_id: int) -> bool:
+        """Every channel is owned by a live executor that loaded it, at ``snapshot_id`` or later."""
+        if NONE in self.assignment.owners:
+            return False
+        for index, channels in self.assignment.by_executor().items():
+            member = self.members.get(index)
+            if member is None or not member.alive(self.heartbeat_timeout):
+                return False
+            serving = member.tables.get(table)
+            if serving is None or serving.snapshot_id < snapshot_id or not set(channels) <= set(serving.channels):
+                return False
+        return True
+
+
+__all__ = ["JoinRefused", "Member", "Registry"]

@@ -1,0 +1,363 @@
+"""``paimon-tail serve``: the coordinator (address server + scanners + assignment) and serve's own executors.
+
+    service = QueryService(ServeOptions(tables=["shop.orders"], catalog=catalog_config(warehouse="/wh")))
+    await service.start()          # coordinator up, executors launched, registrations written
+    await service.wait_ready(60)   # every channel is served at the latest snapshot of every table
+    await service.serve_forever()  # until stop() / cancellation
+    await service.stop()           # registrations removed, executors stopped, temp files removed
+
+Executors join the coordinator over gRPC (``Join``): serve's own (``--executors N`` slots, launched by
+``ServeOptions.launcher``: local processes by default, or the tasks of a Spark job) and any number started
+elsewhere with ``paimon-tail executor --join``. The coordinator spreads the service's channels over them
+(``assignment.py``), rebalances when one joins or leaves, and streams each executor its buckets' file changes.
+A supervisor restarts a slot's executor that exits or stops heart-beating; a joined executor that falls silent
+for ``executor_timeout`` seconds is dropped and its channels move to the others.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set
+
+import grpc
+
+from ...catalog import CatalogConfig, open_table
+from ...errors import ServiceError, UsageError
+from ...storage.retry import StorageHealth
+from ..executor.runner import ExecutorSpec, advertised
+from ..keys.routing import check_supported
+from ..protocol import lookup_pb2_grpc as pbg
+from ..protocol import registration as regmod
+from ..protocol.security import Security, add_port, is_loopback, server_options
+from .assignment import default_channels
+from .launcher import ExecutorLauncher, LocalProcesses
+from .registry import Registry
+from .scanner import TableScanner
+from .servicer import AddressServicer
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_BATCH_KEYS = 100_000
+DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+
+
+def default_executors() -> int:
+    """One executor per core, leaving one core for the scanner and address server on bigger machines."""
+    cpus = os.cpu_count() or 1
+    return max(1, min(16, cpus - 1 if cpus > 2 else cpus))
+
+
+@dataclass
+class ServeOptions:
+    tables: Sequence[str]
+    catalog: CatalogConfig
+    executors: Optional[int] = None  # serve's own executors (slots); 0: only executors that join
+    channels: Optional[int] = None  # routing channels (default max(16, executors))
+    host: str = "127.0.0.1"
+    port: int = 0
+    advertise: str = ""  # the address written to the registration ("" = host:port, the FQDN for 0.0.0.0)
+    local_dir: Optional[str] = None
+    security: Security = field(default_factory=Security)
+    lease_seconds: float = 10.0
+    heartbeat_timeout: float = 2.0  # an executor silent this long is not routed to
+    executor_timeout: float = 3.0  # ... and this long is restarted (a slot) or dropped (a joined executor)
+    max_batch_keys: int = DEFAULT_MAX_BATCH_KEYS
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # Idle polling of each table (s); None: 0.3 on object stores (≈3.3 requests/s a table), inotify locally.
+    poll_interval: Optional[float] = None
+    # Runs the slots' executors (None: local spawn processes). See launcher.ExecutorLauncher.
+    launcher: Optional[ExecutorLauncher] = None
+
+
+def check_can_listen(host: str, port: int) -> None:
+    """Bind (and release) ``host:port`` as gRPC will (SO_REUSEADDR): a port in use, a privileged port or an
+    address not on this machine fails here with the operating system's reason."""
+    try:
+        infos = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise ServiceError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as e:
+                raise ServiceError(f"cannot listen on {host}:{port}: {e.strerror.lower()}") from None
+
+
+class QueryService:
+    def __init__(self, options: ServeOptions) -> None:
+        self.options = options
+        self.num_executors = default_executors() if options.executors is None else options.executors
+        if self.num_executors < 0:
+            raise UsageError("--executors must be at least 0")
+        self.channels = options.channels or default_channels(self.num_executors)
+        if self.channels < max(1, self.num_executors):
+            raise UsageError(f"--channels {self.channels} is fewer than --executors {self.num_executors}: "
+                             "some executors would have nothing to serve")
+        self.service_id = regmod.new_service_id()
+        self.tables: Dict[str, object] = {}
+        self.scanners: Dict[str, TableScanner] = {}
+        self.health: Dict[str, StorageHealth] = {name: StorageHealth() for name in options.tables}
+        self.registry = Registry(self.num_executors, list(options.tables), self.channels, options.heartbeat_timeout,
+                                 self.service_id, options.catalog.warehouse_id,
+                                 (options.max_batch_keys, options.max_message_bytes))
+        self.registry.on_join.append(self._joined)
+        self.registry.on_assignment.append(self._reassigned)
+        self.launcher: Optional[ExecutorLauncher] = options.launcher
+        if self.launcher is None and self.num_executors:
+            self.launcher = LocalProcesses()
+        self.server: Optional[grpc.aio.Server] = None
+        self.address = ""
+        self.local_dir = ""
+        self._own_local_dir = False
+        self._tasks: List[asyncio.Task] = []
+        self._started_ms = regmod.now_ms()
+        self._stopped = asyncio.Event()
+        self._registration_due = asyncio.Event()
+
+    @property
+    def restarts(self) -> int:
+        return self.launcher.restarts if self.launcher is not None else 0
+
+    # -- start --------------------------------------------------------------------------------------------
+    def _open_tables(self) -> None:
+        catalog = self.options.catalog.open()
+        for name in self.options.tables:
+            table = open_table(name, catalog)
+            check_supported(table)
+            current = regmod.read(table)
+            if current is not None and current.is_live() and not self._dead_local(current):
+                raise ServiceError(
+                    f"table {name} is already served by {current.describe()}",
+                    hint=f"stop that service, or wait {max(0, (current.expires_ms() - regmod.now_ms()) // 1000)}s "
+                    "for its registration to expire",
+                )
+            self.tables[name] = table
+
+    @staticmethod
+    def _dead_local(reg: regmod.Registration) -> bool:
+        if reg.host != socket.gethostname():
+            return False
+        try:
+            os.kill(reg.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    def _prepare_local_dir(self) -> None:
+        if self.options.local_dir:
+            self.local_dir = os.path.abspath(self.options.local_dir)
+            os.makedirs(self.local_dir, mode=0o700, exist_ok=True)
+            os.chmod(self.local_dir, 0o700)
+        else:
+            self.local_dir = tempfile.mkdtemp(prefix="paimon-tail-serve-")
+            self._own_local_dir = True
+
+    async def start(self) -> None:
+        if not self.options.tables:
+            raise UsageError("no table to serve")
+        if len(set(self.options.tables)) != len(self.options.tables):
+            raise UsageError("a table is listed twice")
+        await asyncio.to_thread(self._open_tables)
+        self._prepare_local_dir()
+        o = self.options
+        self.server = grpc.aio.server(options=server_options(o.max_message_bytes),
+                                      interceptors=o.security.server_interceptors())
+        from ... import __version__
+
+        pbg.add_AddressServiceServicer_to_server(
+            AddressServicer(self.registry, lambda: self.address, __version__,
+                            outage=lambda table: self.health[table].outage if table in self.health else None,
+                            schema_id=self._schema_id),
+            self.server,
+        )
+        if o.port:
+            check_can_listen(o.host, o.port)  # before gRPC, whose own log line would come first and say less
+        try:
+            port = add_port(self.server, f"{o.host}:{o.port}", o.security)
+        except RuntimeError as e:
+            raise ServiceError(f"cannot listen on {o.host}:{o.port}: {e}") from None
+        if not port:
+            raise ServiceError(f"cannot listen on {o.host}:{o.port}")
+        await self.server.start()
+        self.address = advertised(o.host, port, o.advertise)
+        for name, table in self.tables.items():
+            scanner = TableScanner(name, table, self.registry, self.health[name], o.poll_interval)
+            self.scanners[name] = scanner
+            self._tasks.append(asyncio.create_task(scanner.run(), name=f"scanner-{name}"))
+        if self.launcher is not None:
+            # on the loop's (main) thread: a local process must start with SIGINT ignored (launcher.py)
+            self.launcher.start([self.executor_spec(i) for i in range(self.num_executors)])
+        await asyncio.to_thread(self._write_registrations)
+        self._tasks.append(asyncio.create_task(self._refresh_registrations(), name="registration"))
+        self._tasks.append(asyncio.create_task(self._supervise(), name="supervisor"))
+
+    # -- executors ----------------------------------------------------------------------------------------
+    def executor_spec(self, index: int) -> ExecutorSpec:
+        """What slot ``index``'s executor needs. A local process dials the coordinator on this machine and
+        shares serve's --local-dir; one the launcher runs elsewhere (``launcher.description != "local"``) dials
+        the advertised address, binds every interface unless serve is on loopback, and keeps a private temp
+        dir on its machine unless --local-dir names a path there."""
+        o = self.options
+        local = self.launcher is None or isinstance(self.launcher, LocalProcesses)
+        if local:
+            return ExecutorSpec(catalog=o.catalog, coordinator=self._local_address(), local_dir=self.local_dir,
+                                index=index, host=o.host, security=o.security,
+                                max_message_bytes=o.max_message_bytes)
+        return ExecutorSpec(catalog=o.catalog, coordinator=self.address, local_dir=o.local_dir or "", index=index,
+                            host=o.host if is_loopback(o.host) else "0.0.0.0", security=o.security, rejoin=True,
+                            max_message_bytes=o.max_message_bytes, tag=f"{self.service_id[:10]}-{index}")
+
+    def _local_address(self) -> str:
+        """How executors on this machine reach the coordinator."""
+        host, port = self.options.host, self.address.rsplit(":", 1)[1]
+        if host in ("0.0.0.0", ""):
+            host = "127.0.0.1"
+        elif host in ("::", "[::]"):
+            host = "[::1]"
+        elif ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"{host}:{port}"
+
+    def _joined(self, index: int) -> None:
+        for scanner in self.scanners.values():
+            scanner.request_full(index)
+
+    def _reassigned(self, gained: Set[int]) -> None:
+        for index in gained:
+            for scanner in self.scanners.values():
+                scanner.request_full(index)
+        self._registration_due.set()
+
+    def _schema_id(self, table: str) -> int:
+        scanner = self.scanners.get(table)
+        return scanner.snapshot.schema_id if scanner is not None and scanner.snapshot is not None else 0
+
+    async def _supervise(self) -> None:
+        o = self.options
+        while True:
+            await asyncio.sleep(0.2)
+            for member in self.registry.silent(o.executor_timeout):
+                if not member.slot:  # a joined executor fell silent: its channels move to the others
+                    log.warning("executor %d at %s sent no heartbeat for %.1fs: dropping it", member.index,
+                                member.address, time.monotonic() - member.last_heartbeat)
+                    member.end()
+            if self.launcher is not None:
+                self.launcher.supervise(self.registry, o.executor_timeout)
+                if self.launcher.error is not None:
+                    raise ServiceError(f"{self.launcher.description} executors failed: {self.launcher.error}")
+            for name, scanner in self.scanners.items():
+                if scanner.error is not None:
+                    raise ServiceError(f"scanner for {name} failed: {scanner.error}")
+
+    # -- registration -------------------------------------------------------------------------------------
+    def _registration(self) -> regmod.Registration:
+        reg = self.registry
+        by_executor = reg.assignment.by_executor()
+        assignment = []
+        for index in sorted(by_executor):
+            member = reg.members.get(index)
+            assignment.append({"index": index, "address": member.address if member else "",
+                               "host": member.hello.host if member else "", "channels": by_executor[index]})
+        return regmod.Registration(
+            service_id=self.service_id, addresses=[self.address], host=socket.gethostname(), pid=os.getpid(),
+            tables=list(self.options.tables), executors=len(reg.members), tls=self.options.security.tls,
+            auth="token" if self.options.security.token else "none", started_ms=self._started_ms,
+            heartbeat_ms=regmod.now_ms(), lease_ms=int(self.options.lease_seconds * 1000),
+            channels=reg.assignment.channels, assignment=assignment,
+        )
+
+    def _write_registrations(self) -> None:
+        reg = self._registration()
+        for table in self.tables.values():
+            regmod.write(table, reg)
+
+    async def _refresh_registrations(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._registration_due.wait(), self.options.lease_seconds / 3)
+            except asyncio.TimeoutError:
+                pass
+            self._registration_due.clear()
+            try:
+                await asyncio.to_thread(self._write_registrations)
+            except Exception as e:  # a flaky object store: retry at the next beat, the lease covers it
+                log.warning("could not refresh the registration: %s", e)
+
+    # -- status -------------------------------------------------------------------------------------------
+    def ready(self) -> bool:
+        for name, scanner in self.scanners.items():
+            want = scanner.snapshot.id if scanner.snapshot is not None else 0
+            if not self.registry.ready(name, want):
+                return False
+        return bool(self.scanners)
+
+    async def wait_ready(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.ready():
+            for name, scanner in self.scanners.items():
+                if scanner.error is not None:
+                    raise ServiceError(f"scanner for {name} failed: {scanner.error}")
+            if time.monotonic() > deadline:
+                raise ServiceError(f"the service was not ready within {timeout:.0f}s")
+            await asyncio.sleep(0.05)
+
+    async def serve_forever(self) -> None:
+        tasks = list(self._tasks)
+        stop = asyncio.ensure_future(self._stopped.wait())
+        done, _ = await asyncio.wait(tasks + [stop], return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        for t in done:
+            if t is not stop and not t.cancelled() and t.exception() is not None:
+                raise t.exception()
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def stop(self) -> None:
+        self._stopped.set()
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        for name, table in self.tables.items():
+            try:
+                await asyncio.to_thread(regmod.remove, table, self.service_id)
+            except Exception as e:
+                log.warning("could not remove the registration of %s: %s", name, e)
+        self.registry.stop_all("the service is stopping")
+        if self.launcher is not None:
+            try:
+                await asyncio.to_thread(self.launcher.stop, 3.0 if isinstance(self.launcher, LocalProcesses)
+                                        else 10.0)
+            except Exception as e:  # noqa: BLE001 - the service is going down anyway
+                log.warning("could not stop the %s executors cleanly: %s", self.launcher.description, e)
+        if self.server is not None:
+            await self.server.stop(0.5)
+            self.server = None
+        if self._own_local_dir:
+            shutil.rmtree(self.local_dir, ignore_errors=True)
+
+    async def __aenter__(self) -> "QueryService":
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
+
+
+__all__ = ["DEFAULT_MAX_BATCH_KEYS", "DEFAULT_MAX_MESSAGE_BYTES", "QueryService", "ServeOptions",
+           "check_can_listen", "default_executors"]

@@ -1,0 +1,105 @@
+"""The coordinator's gRPC face (``AddressService``): clients ask where executors are (``Executors``) and how they
+do (``Status``); executors join (``Join``) and receive their assignment and file changes on the same call."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable, Optional
+
+import grpc
+
+from ...storage.retry import Outage
+from ..protocol import lookup_pb2 as pb
+from ..protocol import lookup_pb2_grpc as pbg
+from .registry import JoinRefused, Member, Registry
+
+log = logging.getLogger(__name__)
+
+HELLO_TIMEOUT = 10.0
+
+
+class AddressServicer(pbg.AddressServiceServicer):
+    def __init__(self, registry: Registry, address: Callable[[], str], version: str,
+                 outage: Callable[[str], Optional[Outage]] = lambda table: None,
+                 schema_id: Callable[[str], int] = lambda table: 0) -> None:
+        self.registry = registry
+        self.address = address
+        self.version = version
+        self.outage = outage
+        self.schema_id = schema_id
+
+    async def _check_table(self, table: str, context) -> None:
+        if table and table not in self.registry.tables:
+            await context.abort(grpc.StatusCode.NOT_FOUND,
+                                f"table {table} is not served here (serving {', '.join(self.registry.tables)})")
+
+    async def Executors(self, request, context):
+        await self._check_table(request.table, context)
+        return self.registry.executors(request.table, request.protocol_version)
+
+    async def Status(self, request, context):
+        await self._check_table(request.table, context)
+        reg = self.registry
+        by_executor = reg.assignment.by_executor()
+        out = []
+        for index in reg.known():
+            member = reg.members.get(index)
+            serving = member.tables.get(request.table) if member is not None else None
+            out.append(pb.ExecutorStatus(
+                info=reg.info(index, request.table),
+                commit_time_ms=serving.commit_time_ms if serving is not None else 0,
+                keys=serving.keys if serving is not None else 0,
+                buckets=list(serving.buckets) if serving is not None else [],
+                requests_per_second=member.rates[0] if member else 0.0,
+                keys_per_second=member.rates[1] if member else 0.0,
+                last_heartbeat_ms=member.last_heartbeat_ms if member else 0,
+                schema_id=serving.schema_id if serving is not None else 0,
+                channels=by_executor.get(index, []),
+            ))
+        outage = self.outage(request.table)
+        return pb.StatusResponse(
+            table=request.table, address=self.address(), started_ms=reg.started_ms,
+            num_executors=len(out), executors=out, tables=reg.tables, version=self.version,
+            storage_error=outage.cause if outage else "",
+            storage_error_since_ms=int(outage.since * 1000) if outage else 0,
+            channels=reg.assignment.channels, schema_id=self.schema_id(request.table),
+        )
+
+    async def Join(self, request_iterator, context):
+        try:
+            first = await asyncio.wait_for(request_iterator.__anext__(), HELLO_TIMEOUT)
+        except (StopAsyncIteration, asyncio.TimeoutError):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad executor hello: none within "
+                                f"{HELLO_TIMEOUT:.0f}s")
+        if not first.HasField("hello"):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad executor hello: the first message of a "
+                                "Join call must be a hello")
+        try:
+            member = self.registry.join(first.hello)
+        except JoinRefused as e:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        peer = context.peer()
+        log.info("executor %d joined from %s (%s, pid %d)", member.index, peer, member.address, member.hello.pid)
+        reader = asyncio.ensure_future(self._reports(request_iterator, member))
+        try:
+            while True:
+                work = await member.outbox.get()
+                if work is None:
+                    return
+                yield work
+                if work.HasField("stop"):
+                    return
+        finally:
+            reader.cancel()
+            self.registry.leave(member)
+            log.info("executor %d (%s) left", member.index, member.address)
+
+    async def _reports(self, reports, member: Member) -> None:
+        try:
+            async for report in reports:
+                if report.HasField("heartbeat"):
+                    self.registry.heartbeat(member, report.heartbeat)
+        except (grpc.aio.AioRpcError, asyncio.CancelledError):
+            pass
+        finally:
+            member.end()  # it closed its side: it is leaving

@@ -1,0 +1,379 @@
+"""An executor's life: serve ``ExecutorService`` on its own port, join the coordinator, apply what it sends.
+
+One path for every executor, wherever it runs: serve's own local processes (``executor_main``, spawned), the
+tasks of a Spark job and ``paimon-tail executor --join`` on another host (``run_executor``). Each dials the
+coordinator's ``Join`` (same TLS and token as lookups), says hello with the address clients should dial, and
+then receives, in order on that one stream: a welcome (its index and tables), its assignment of channels, and
+for each table a full state and one delta per snapshot. Messages are applied one at a time (stores are built in
+a worker thread, lookups keep being answered meanwhile); heartbeats go the other way every interval.
+
+When the call ends: a ``Stop`` ends the executor; otherwise (the coordinator went away, the network broke) an
+executor with ``rejoin`` dials again until ``orphan_timeout`` passes, keeping its stores (a full state of the same
+files reuses them), and one without (serve's local processes) ends, since its service is gone.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import socket
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+import grpc
+
+from ..protocol import PROTOCOL_VERSION
+from ..protocol import lookup_pb2 as pb
+from ..protocol import lookup_pb2_grpc as pbg
+from ..protocol.security import Security, add_port, make_channel, server_options
+from .mirror import partition_path
+from .servicer import ExecutorServicer
+from .state import TableState
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+
+
+class JoinRefused(Exception):
+    """The coordinator refused this executor (wrong warehouse, bad index, bad credentials)."""
+
+
+@dataclass
+class ExecutorSpec:
+    catalog: object  # CatalogConfig: how this executor opens the warehouse
+    coordinator: str  # host:port of the coordinator's AddressService
+    local_dir: str  # file copies and stores go in a directory of their own under it
+    index: int = -1  # serve's own executors: their slot; -1: any (joined executors)
+    host: str = "127.0.0.1"  # bind address of ExecutorService
+    port: int = 0
+    advertise: str = ""  # what clients dial ("" = host:port, the machine's FQDN for 0.0.0.0)
+    security: Security = field(default_factory=Security)
+    rejoin: bool = False  # dial again when the call breaks (instead of ending)
+    orphan_timeout: float = 30.0  # ... for at most this long
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    tag: str = ""  # names its private temp dir: a replacement with the same tag removes what a killed one left
+
+
+def advertised(host: str, port: int, advertise: str = "") -> str:
+    """The address clients dial: ``advertise`` (a port added when it has none), else the bind address (the
+    machine's FQDN for a wildcard)."""
+    if advertise:
+        if advertise.startswith("["):
+            return advertise if "]:" in advertise else f"{advertise}:{port}"
+        return advertise if advertise.count(":") == 1 else (f"[{advertise}]:{port}" if ":" in advertise
+                                                             else f"{advertise}:{port}")
+    if host in ("0.0.0.0", "::", "[::]", ""):
+        host = socket.getfqdn()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{port}"
+
+
+class Executor:
+    def __init__(self, spec: ExecutorSpec) -> None:
+        self.spec = spec
+        self.instance_id = uuid.uuid4().hex
+        self.index = spec.index
+        self.tables: Dict[str, TableState] = {}
+        self.owners: tuple = ()  # owners[channel] = executor index, from the latest assignment
+        self.requests = 0
+        self.keys_looked_up = 0
+        self.max_batch_keys = 100_000
+        self.address = ""
+        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="executor-lookup")
+        self._apply_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="executor-apply")
+        self._stop = asyncio.Event()
+        self.server: Optional[grpc.aio.Server] = None
+        self.root = ""
+        self.stop_reason: Optional[str] = None  # None: stopped by the service (Stop) or stop()
+        self._interval = 0.5
+        self._table_names: List[str] = []
+        self._joined = False
+        self.announce: Optional[Callable[[str], None]] = None  # told when it joins (the executor command prints it)
+
+    # -- lookups ------------------------------------------------------------------------------------------
+    async def wait_snapshot(self, state: TableState, snapshot_id: int, context) -> None:
+        remaining = context.time_remaining()
+        timeout = None if remaining is None else max(0.0, remaining - 0.05)
+
+        async def until():
+            async with state.changed:
+                await state.changed.wait_for(lambda: state.view.snapshot_id >= snapshot_id)
+
+        try:
+            await asyncio.wait_for(until(), timeout)
+        except asyncio.TimeoutError:
+            await context.abort(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"executor {self.index} serves snapshot {state.view.snapshot_id} of {state.name}, "
+                f"not yet {snapshot_id}",
+            )
+
+    # -- the coordinator's messages ------------------------------------------------------------------------
+    async def _welcome(self, welcome: pb.Welcome) -> None:
+        self.index = welcome.index
+        self._interval = max(0.05, welcome.heartbeat_interval_ms / 1000)
+        self.max_batch_keys = welcome.max_batch_keys or self.max_batch_keys
+        if self.announce is not None:
+            self.announce(f"executor {self.index} joined the service at {self.spec.coordinator} serving "
+                          f"{', '.join(welcome.tables)}; lookups at {self.address}")
+        if list(welcome.tables) == self._table_names:
+            return  # a rejoin: keep what we hold
+        from ...catalog import open_table
+
+        root = os.path.join(self.spec.local_dir, f"executor-{self.index}-{self.instance_id[:8]}")
+
+        def open_all():
+            os.makedirs(root, mode=0o700, exist_ok=True)
+            catalog = self.spec.catalog.open()
+            return {name: TableState(name, open_table(name, catalog), os.path.join(root, name))
+                    for name in welcome.tables}
+
+        tables = await asyncio.to_thread(open_all)
+        old_root, self.root = self.root, root
+        self.tables, self._table_names = tables, list(welcome.tables)
+        if old_root and old_root != root:
+            shutil.rmtree(old_root, ignore_errors=True)
+
+    def _assign(self, a: pb.Assignment) -> None:
+        self.owners = tuple(a.owners)
+        mine = [c for c, owner in enumerate(a.owners) if owner == self.index]
+        for state in self.tables.values():
+            state.assign(a.channels, mine)
+
+    async def _full(self, msg: pb.TableFull) -> None:
+        state = self.tables.get(msg.table)
+        if state is None:
+            return
+
+        def prepare():
+            changed = state.at_schema(msg.schema_id) if msg.snapshot_id else False
+            return state.prepare_full(state.codec.full(msg), changed)
+
+        prepared = await asyncio.get_running_loop().run_in_executor(self._apply_pool, prepare)
+        await state.swap(prepared, msg.snapshot_id, msg.commit_time_ms, full=True)
+
+    async def _delta(self, msg: pb.TableDelta) -> None:
+        state = self.tables.get(msg.table)
+        if state is None or not state.view.ready or msg.snapshot_id <= state.view.snapshot_id:
+            return
+        if not msg.changes and msg.schema_id == state.table.table_schema.id:
+            await state.swap(None, msg.snapshot_id, msg.commit_time_ms, full=False)
+            return
+
+        def prepare():
+            changed = state.at_schema(msg.schema_id)
+            return state.prepare_delta(msg.commit_kind, state.codec.delta(msg), changed)
+
+        prepared = await asyncio.get_running_loop().run_in_executor(self._apply_pool, prepare)
+        await state.swap(prepared, msg.snapshot_id, msg.commit_time_ms, full=False)
+
+    async def _apply(self, work: pb.ExecutorWork) -> bool:
+        """Apply one message; False when it says stop."""
+        kind = work.WhichOneof("kind")
+        if kind == "welcome":
+            await self._welcome(work.welcome)
+        elif kind == "assignment":
+            self._assign(work.assignment)
+        elif kind == "full":
+            await self._full(work.full)
+        elif kind == "delta":
+            await self._delta(work.delta)
+        elif kind == "stop":
+            log.info("executor %d: the service says stop (%s)", self.index, work.stop.reason)
+            return False
+        return True
+
+    # -- joining ------------------------------------------------------------------------------------------
+    def _serving(self) -> List[pb.TableServing]:
+        out = []
+        for name, st in self.tables.items():
+            v = st.view
+            buckets = [pb.BucketInfo(partition=partition_path(st.routing.partition_keys, k[0]), bucket=k[1],
+                                     rows=s.rows) for k, s in sorted(v.stores.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
+            out.append(pb.TableServing(table=name, snapshot_id=v.snapshot_id if v.ready else 0,
+                                       commit_time_ms=v.commit_ms, keys=v.keys_held(), buckets=buckets,
+                                       schema_id=v.schema_id, channels=sorted(v.served) if v.ready else []))
+        return out
+
+    async def _reports(self):
+        yield pb.ExecutorReport(hello=pb.ExecutorHello(
+            address=self.address, pid=os.getpid(), instance_id=self.instance_id, index=self.spec.index,
+            host=socket.gethostname(), protocol_version=PROTOCOL_VERSION,
+            warehouse=self.spec.catalog.warehouse_id))
+        while not self._stop.is_set():
+            try:
+                await asyncio.wait_for(self._stop.wait(), self._interval)
+            except asyncio.TimeoutError:
+                pass
+            yield pb.ExecutorReport(heartbeat=pb.Heartbeat(
+                tables=self._serving(), requests=self.requests, keys_looked_up=self.keys_looked_up))
+
+    async def _session(self) -> bool:
+        """One Join call; True when the service said stop."""
+        spec = self.spec
+        channel = make_channel(spec.coordinator, spec.security, spec.max_message_bytes)
+        try:
+            call = pbg.AddressServiceStub(channel).Join(self._reports(), metadata=spec.security.metadata())
+            async for work in call:
+                self._joined = True
+                if not await self._apply(work):
+                    return True
+            return False
+        finally:
+            await channel.close(grace=None)
+
+    async def _join_loop(self) -> None:
+        last_ok = time.monotonic()
+        delay = 0.2
+        said = False
+        while not self._stop.is_set():
+            self._joined = False
+            try:
+                if await self._session():
+                    return
+                why = "the service closed the connection"
+            except grpc.aio.AioRpcError as e:
+                if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT,
+                                grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED,
+                                grpc.StatusCode.UNIMPLEMENTED):
+                    raise JoinRefused(f"the service at {self.spec.coordinator} refused this executor: "
+                                      f"{e.details() or e.code().name}") from None
+                why = f"the service at {self.spec.coordinator} does not answer ({e.code().name})"
+            except JoinRefused:
+                raise
+            except Exception as e:  # applying a message failed: the service's full state starts us over
+                log.exception("executor %d failed to apply a change", self.index)
+                self.stop_reason = f"failed to apply a change: {type(e).__name__}: {e}"
+                return
+            if self._joined:
+                last_ok, delay, said = time.monotonic(), 0.2, False
+            if not self.spec.rejoin:
+                self.stop_reason = why
+                return
+            if time.monotonic() - last_ok > self.spec.orphan_timeout:
+                self.stop_reason = f"{why}; gave up after {self.spec.orphan_timeout:.0f}s"
+                return
+            if not said:  # once per outage
+                said = True
+                message = f"{why}; trying again for {self.spec.orphan_timeout:.0f}s"
+                if self.announce is not None:
+                    self.announce(message)
+                else:
+                    log.warning("executor %d: %s", self.index, message)
+            try:
+                await asyncio.wait_for(self._stop.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
+            delay = min(2.0, delay * 2)
+
+    # -- life cycle ---------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        spec = self.spec
+        self.server = grpc.aio.server(options=server_options(spec.max_message_bytes),
+                                      interceptors=spec.security.server_interceptors())
+        pbg.add_ExecutorServiceServicer_to_server(ExecutorServicer(self), self.server)
+        try:
+            port = add_port(self.server, f"{spec.host}:{spec.port}", spec.security)
+        except RuntimeError as e:
+            port = 0
+            why = str(e)
+        else:
+            why = "the address is in use or not on this machine"
+        if not port:
+            raise JoinRefused(f"cannot listen on {spec.host}:{spec.port}: {why}")
+        await self.server.start()
+        self.address = advertised(spec.host, port, spec.advertise)
+
+    async def run(self) -> None:
+        """Serve until the service says stop, ``stop()`` is called, or (see ``ExecutorSpec.rejoin``) the service is
+        gone; raises ``JoinRefused``."""
+        try:
+            await self.start()
+            joining = asyncio.ensure_future(self._join_loop())
+            stopping = asyncio.ensure_future(self._stop.wait())
+            await asyncio.wait({joining, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if not joining.done():  # stop(): leave the service (it moves our channels at once)
+                joining.cancel()
+                await asyncio.gather(joining, return_exceptions=True)
+            else:
+                joining.result()
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self.server is not None:
+            await self.server.stop(0.5)
+            self.server = None
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self._apply_pool.shutdown(wait=False, cancel_futures=True)
+        if self.root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _run_loop(coro) -> None:
+    try:
+        import uvloop
+
+        uvloop.run(coro)
+    except ImportError:  # pragma: no cover
+        asyncio.run(coro)
+
+
+def executor_main(spec: ExecutorSpec) -> None:
+    """Entry point of one of serve's local executor processes (``multiprocessing`` spawn)."""
+    import signal
+
+    logging.basicConfig(level=os.environ.get("PAIMON_TAIL_LOG", "WARNING"),
+                        format=f"executor-{spec.index} %(levelname)s %(message)s")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # serve stops us (Stop), a terminal's Ctrl-C does not
+    os.umask(0o077)  # file copies, stores and every directory on the way: owner-only
+    try:
+        _run_loop(Executor(spec).run())
+    except JoinRefused as e:
+        log.error("%s", e)
+
+
+def run_executor(spec: ExecutorSpec) -> str:
+    """Run an executor that is not one of serve's local processes (a Spark task, ``paimon-tail executor``) until
+    the service stops it; returns why it ended: ``"stopped"`` (the service said so), otherwise a reason.
+
+    ``spec.local_dir`` empty: a private temp dir on this machine, removed at the end. Raises ``JoinRefused``.
+    """
+    import tempfile
+    from dataclasses import replace
+
+    own_dir = None
+    if not spec.local_dir:
+        prefix = f"paimon-tail-executor-{spec.tag}-" if spec.tag else "paimon-tail-executor-"
+        if spec.tag:
+            import glob
+
+            for stale in glob.glob(os.path.join(tempfile.gettempdir(), prefix + "*")):
+                shutil.rmtree(stale, ignore_errors=True)
+        own_dir = tempfile.mkdtemp(prefix=prefix)
+        spec = replace(spec, local_dir=own_dir)
+    else:
+        os.makedirs(spec.local_dir, mode=0o700, exist_ok=True)
+    old_umask = os.umask(0o077)  # file copies, stores, directories: owner-only
+    try:
+        executor = Executor(spec)
+        _run_loop(executor.run())
+        return executor.stop_reason or "stopped"
+    finally:
+        os.umask(old_umask)
+        if own_dir:
+            shutil.rmtree(own_dir, ignore_errors=True)
+
+
+__all__ = ["Executor", "ExecutorSpec", "JoinRefused", "advertised", "executor_main", "run_executor"]

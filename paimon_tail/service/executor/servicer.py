@@ -1,0 +1,270 @@
+"""``ExecutorService.Lookup``: the latest rows of a batch of keys, from one consistent view of one table.
+
+A key whose bucket this executor cannot answer right now is named in the answer (protocol 2: ``FailedKeys``,
+with ``retry`` when asking again helps: the bucket moved to another executor or is still loading) while every
+other key is answered. A version 1 client gets the whole call refused instead (FAILED_PRECONDITION, UNAVAILABLE,
+DATA_LOSS), as before. One key given as ``LookupRequest.key`` takes a short path without Arrow on the way in.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, List, Optional, Sequence
+
+import grpc
+import numpy as np
+import pyarrow as pa
+
+from ..protocol import lookup_pb2 as pb
+from ..protocol import lookup_pb2_grpc as pbg
+from ..protocol.changes import BucketKey
+from ..protocol.wire import ipc_stream, stream_of
+from .mirror import partition_path
+from .state import TableState, View
+from .store import key_hashes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import Executor
+
+INLINE_KEYS = 64  # batches up to this size are answered on the loop (no thread hop)
+_SIGN = 1 << 63
+_M64 = (1 << 64) - 1
+_NOT_HERE = object()
+
+
+class Refused(Exception):
+    """The whole call is refused (version 1 clients, and requests that make no sense)."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Problem:
+    __slots__ = ("reason", "retry", "code")
+
+    def __init__(self, reason: str, retry: bool, code: grpc.StatusCode) -> None:
+        self.reason, self.retry, self.code = reason, retry, code
+
+
+class ExecutorServicer(pbg.ExecutorServiceServicer):
+    def __init__(self, executor: "Executor") -> None:
+        self.ex = executor
+
+    async def Lookup(self, request, context):
+        ex = self.ex
+        state = ex.tables.get(request.table)
+        if state is None:
+            if not ex.tables:  # joined a moment ago: its tables are still opening
+                await context.abort(grpc.StatusCode.UNAVAILABLE, f"executor {ex.index} is starting")
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"table {request.table!r} is not served here")
+        try:
+            if len(request.key):
+                return await self._one(state, request, context)
+            return await self._batch(state, request, context)
+        except Refused as e:
+            await context.abort(e.code, str(e))
+
+    # -- one key, without Arrow on the way in --------------------------------------------------------------
+    async def _one(self, state: TableState, request, context):
+        kinds = state.key_kinds
+        if len(request.key) != len(kinds) or len(request.buckets) != 1:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"{len(request.key)} key values and "
+                          f"{len(request.buckets)} buckets for a key of {len(kinds)} columns")
+        values = []
+        for value, kind in zip(request.key, kinds):
+            got = value.WhichOneof("kind")
+            if got != kind:
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"keys do not fit the key columns: a {got} value "
+                              f"for a {kind} column")
+            values.append(value.int if kind == "int" else value.text)
+        bucket = request.buckets[0]
+        if not 0 <= bucket < state.routing.num_buckets:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "bucket out of range")
+        view = await self._view(state, request, context) if request.min_snapshot_id > 0 else state.view
+        if not view.ready:
+            raise Refused(grpc.StatusCode.UNAVAILABLE, f"executor {self.ex.index} is still loading {state.name}")
+        columns = self._columns(view, request) if len(request.select) else None
+        key = (tuple(values[i] for i in state.partition_positions), bucket)
+        ex = self.ex
+        ex.requests += 1
+        ex.keys_looked_up += 1
+        store = view.answering.get(key, _NOT_HERE)
+        if store is _NOT_HERE:
+            problem = self._problem(state, view, key)
+            if problem is not None:
+                if request.protocol_version < 2:
+                    raise Refused(problem.code, problem.reason)
+                return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
+                                         rows_ipc=state.empty_rows(view, columns), failed=[
+                                             pb.FailedKeys(positions=[0], reason=problem.reason, retry=problem.retry)])
+            store = None  # a served bucket without rows yet
+        if store is not None:
+            if store.exact:
+                v = values[0]
+                if not -_SIGN <= v < _SIGN:
+                    raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "keys do not fit the key columns: out of range")
+                hit = store.find_exact(np.uint64((v & _M64) ^ _SIGN))
+                if hit is not None:
+                    return pb.LookupResponse(
+                        snapshot_id=view.snapshot_id, schema_id=view.schema_id, found=(0,),
+                        rows_ipc=stream_of(state.schema_message(view, columns), hit[0].row(hit[1], columns)))
+            else:
+                keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, values)}, schema=state.key_schema)
+                req, rows = store.lookup(keys, None, columns)
+                if len(req):
+                    return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
+                                             rows_ipc=ipc_stream(rows), found=(0,))
+        return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
+                                 rows_ipc=state.empty_rows(view, columns))
+
+    # -- a batch of keys as Arrow --------------------------------------------------------------------------
+    async def _batch(self, state: TableState, request, context):
+        ex = self.ex
+        try:
+            keys = pa.ipc.open_stream(request.keys_ipc).read_all()
+        except Exception as e:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"keys are not an Arrow IPC stream: {e}") from None
+        n = keys.num_rows
+        if n > ex.max_batch_keys:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"batch of {n} keys exceeds the limit of {ex.max_batch_keys} keys per request")
+        if len(request.buckets) != n:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"{len(request.buckets)} buckets for {n} keys")
+        missing = [k for k in state.key_names if k not in keys.column_names]
+        if missing:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"missing key column(s) {', '.join(missing)}")
+        try:
+            keys = keys.select(state.key_names)
+            if [f.type for f in keys.schema] != state.key_types:
+                keys = keys.cast(state.key_schema)
+        except Exception as e:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"keys do not fit the key columns: {e}") from None
+        if n and any(keys.column(k).null_count for k in state.key_names):
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "primary-key values cannot be null")
+        buckets = np.asarray(request.buckets, dtype=np.int64)
+        if n and (buckets.min() < 0 or buckets.max() >= state.routing.num_buckets):
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "bucket out of range")
+        view = await self._view(state, request, context)
+        columns = self._columns(view, request)
+        ex.requests += 1
+        ex.keys_looked_up += n
+        v1 = request.protocol_version < 2
+        if n <= INLINE_KEYS:
+            found, rows, failed = self.answer(state, view, keys, buckets, columns, v1)
+        else:
+            found, rows, failed = await asyncio.get_running_loop().run_in_executor(
+                ex.pool, self.answer, state, view, keys, buckets, columns, v1)
+        return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id, rows_ipc=rows, found=found,
+                                 failed=failed)
+
+    def answer(self, state: TableState, view: View, keys: pa.Table, buckets: np.ndarray, columns, v1: bool):
+        """(request positions found, their rows as Arrow IPC, FailedKeys) — raises ``Refused`` for version 1."""
+        n = keys.num_rows
+        if n == 0:
+            return [], state.empty_rows(view, columns), []
+        h_all = key_hashes(keys)
+        found_idx, tables, failed = [], [], []
+        for key, sel in _groups(state.routing.partition_keys, keys, buckets):
+            problem = self._problem(state, view, key)
+            if problem is not None:
+                if v1:
+                    raise Refused(problem.code, problem.reason)
+                positions = np.arange(n) if sel is None else sel
+                failed.append(pb.FailedKeys(positions=positions.tolist(), reason=problem.reason, retry=problem.retry))
+                continue
+            store = view.stores.get(key)
+            if store is None:
+                continue
+            if sel is None:  # the whole batch is one (partition, bucket)
+                req, rows = store.lookup(keys, h_all, columns)
+                if rows is not None and len(req):
+                    found_idx.append(req)
+                    tables.append(rows)
+                continue
+            sub = keys.take(pa.array(sel)) if not store.exact else keys
+            req, rows = store.lookup(sub, h_all[sel], columns)
+            if rows is not None and len(req):
+                found_idx.append(sel[req])
+                tables.append(rows)
+        if not tables:
+            return [], state.empty_rows(view, columns), failed
+        found = np.concatenate(found_idx) if len(found_idx) > 1 else found_idx[0]
+        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+        if len(found) > 1 and np.any(np.diff(found) < 0):
+            order = np.argsort(found, kind="stable")
+            table = table.take(pa.array(order))
+            found = found[order]
+        return found.tolist(), ipc_stream(table), failed
+
+    # -- shared -------------------------------------------------------------------------------------------
+    async def _view(self, state: TableState, request, context) -> View:
+        if request.min_snapshot_id > 0 and state.view.snapshot_id < request.min_snapshot_id:
+            await self.ex.wait_snapshot(state, request.min_snapshot_id, context)
+        view = state.view
+        if not view.ready:
+            raise Refused(grpc.StatusCode.UNAVAILABLE, f"executor {self.ex.index} is still loading {state.name}")
+        return view
+
+    @staticmethod
+    def _columns(view: View, request) -> Optional[List[str]]:
+        columns = list(request.select) or None
+        if columns:
+            unknown = [c for c in columns if c not in view.schema.names]
+            if unknown:
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"unknown column(s) {', '.join(unknown)}")
+        return columns
+
+    def _problem(self, state: TableState, view: View, key: BucketKey) -> Optional[Problem]:
+        """Why this executor cannot answer for a (partition, bucket) now, or None."""
+        error = view.broken.get(key)
+        if error is not None:
+            pkeys = state.routing.partition_keys
+            where = f"partition {partition_path(pkeys, key[0])} bucket {key[1]}" if pkeys else f"bucket {key[1]}"
+            return Problem(f"{where} of {state.name} cannot be served: {error}", False, grpc.StatusCode.DATA_LOSS)
+        channel = state.channel_of(key)
+        if channel in view.served:
+            return None
+        ex = self.ex
+        if channel in state.owned:
+            return Problem(f"executor {ex.index} is still loading partition {key[0]} bucket {key[1]} of "
+                           f"{state.name}", True, grpc.StatusCode.UNAVAILABLE)
+        owner = ex.owners[channel] if channel < len(ex.owners) else -1
+        return Problem(f"partition {key[0]} bucket {key[1]} belongs to executor {owner}, not {ex.index}", True,
+                       grpc.StatusCode.FAILED_PRECONDITION)
+
+
+def _groups(partition_keys: Sequence[str], keys: pa.Table, buckets: np.ndarray):
+    """[((partition tuple, bucket), request indices or None for all)], vectorised (no per-key Python)."""
+    n = keys.num_rows
+    if not partition_keys:
+        first = int(buckets[0])
+        if n == 1 or np.all(buckets == first):
+            return [(((), first), None)]
+        codes = buckets.astype(np.int64)
+        labels = None
+    else:
+        dicts, cols = [], []
+        for k in partition_keys:
+            col = keys.column(k)
+            enc = (col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col).dictionary_encode()
+            dicts.append(enc.dictionary.to_pylist())
+            cols.append(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
+        cols.append(buckets.astype(np.int64))
+        combo = np.stack(cols, axis=1)
+        uniq, inverse = np.unique(combo, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        labels = [(tuple(dicts[j][int(u[j])] for j in range(len(partition_keys))), int(u[-1])) for u in uniq]
+        if len(labels) == 1:
+            return [(labels[0], None)]
+        codes = inverse
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
+    out = []
+    for grp in np.split(order, bounds):
+        code = int(codes[grp[0]])
+        out.append(((((), code) if labels is None else labels[code]), grp))
+    return out
+
+
+__all__ = ["ExecutorServicer", "INLINE_KEYS", "Refused"]

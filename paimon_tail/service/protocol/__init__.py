@@ -1,0 +1,12 @@
+"""The query service's contracts: ``lookup.proto`` (+ generated code, ``scripts/gen_proto.py``), the typed change
+records executors receive (``changes.py``: Paimon file metadata ↔ protobuf), the registration file
+(``registration.py``), Arrow IPC helpers (``wire.py``; ``ipc_py.py`` without pyarrow) and TLS + token
+(``security.py``). Everything that crosses a socket is defined here; nothing is pickled.
+
+Importing this package loads nothing heavy (the one-key command-line lookup uses it without pyarrow).
+"""
+
+#: 2: channels and owners, Join, partial answers, schema ids (lookup.proto). 1: the first release.
+PROTOCOL_VERSION = 2
+#: how a key's channel is computed (``ExecutorsResponse.assignment``, the registration's ``assignment``)
+ASSIGNMENT = "paimon-channel-computer"

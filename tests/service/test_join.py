@@ -1,0 +1,143 @@
+"""``paimon-tail executor --join``: executors that join a running service (here on loopback; across machines in
+tests/hosts/), take a share of the channels, and hand it back when they go. Every answer is checked against
+pypaimon's batch read."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from typing import List
+
+import pytest
+
+from paimon_tail.catalog import catalog_config
+from paimon_tail.errors import ServiceError
+from paimon_tail.service.client import LookupClient
+
+from .conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, cli_cmd, wait_until
+
+N = 2000
+
+
+class Joined:
+    """``paimon-tail executor --join ADDRESS`` in its own session, stderr collected."""
+
+    def __init__(self, warehouse: str, coordinator: str, *extra: str, env: dict = None) -> None:
+        e = {k: v for k, v in os.environ.items() if k not in ("PAIMON_TAIL_TOKEN", "PAIMON_WAREHOUSE")}
+        e.update(env or {})
+        self.proc = subprocess.Popen(cli_cmd("executor", "--join", coordinator, "--warehouse", warehouse, *extra),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=e,
+                                     start_new_session=True)
+        self.lines: List[str] = []
+        self.joined = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip())
+            if "joined the service" in line:
+                self.joined.set()
+
+    def wait(self, timeout: float = 30) -> int:
+        code = self.proc.wait(timeout)
+        time.sleep(0.1)  # the reader thread takes the last lines
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+def _coordinator(wh: Warehouse, table: str = "kv") -> str:
+    path = f"{wh.path}/db.db/{table}/service/service-paimon-tail-lookup"
+    wait_until(lambda: os.path.exists(path), 30)
+    return json.load(open(path))["addresses"][0]
+
+
+@pytest.fixture
+def kv(tmp_path):
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.create("kv", PLAIN_SCHEMA, primary_keys=["k"], bucket=4)
+    wh.write("kv", [{"k": k, "v": f"v{k}", "op": "+I"} for k in range(N)])
+    return wh
+
+
+def _check(client: LookupClient, oracle: dict, keys=range(-5, N + 5)) -> None:
+    r = client.lookup_sync(list(keys))
+    assert not r.failed
+    assert {(row["k"],): row for row in r.rows.to_pylist()} == {(k,): oracle[(k,)] for k in keys if (k,) in oracle}
+
+
+def test_executors_join_take_channels_and_hand_them_back(kv):
+    svc = ServeProcess(kv.path, ["db.kv"], executors=0)
+    joined: List[Joined] = []
+    try:
+        address = _coordinator(kv)
+        # nobody serves yet: a lookup says why, within its timeout
+        with pytest.raises(ServiceError, match="no executor serves these keys now .waiting for one to join."):
+            LookupClient("db.kv", catalog_config(kv.path), timeout=1.0).lookup_sync([1])
+        joined = [Joined(kv.path, address), Joined(kv.path, address)]
+        svc.wait_ready()
+        assert all(j.joined.wait(10) for j in joined)
+        oracle = kv.batch_read("kv")
+        with LookupClient("db.kv", catalog_config(kv.path), timeout=10) as c:
+            _check(c, oracle)
+            st = c.status_sync()
+            assert st.channels == 16 and [len(e.channels) for e in st.executors] == [8, 8]
+            assert all(e.info.joined and e.info.alive for e in st.executors)
+            reg = json.load(open(f"{kv.path}/db.db/kv/service/service-paimon-tail-lookup"))
+            assert reg["protocol"] == 2 and reg["channels"] == 16
+            assert sorted(a["address"] for a in reg["assignment"]) == sorted(e.info.address for e in st.executors)
+            assert sorted(c for a in reg["assignment"] for c in a["channels"]) == list(range(16))
+
+            # one goes away: its channels move to the other, which answers for all keys within 5 s
+            victim = joined.pop(0)
+            victim.kill()
+            t0 = time.monotonic()
+            wait_until(lambda: not c.lookup_sync(list(range(N)), timeout=5).missing, 10, interval=0.05)
+            assert time.monotonic() - t0 < 5.0
+            _check(c, oracle)
+            wait_until(lambda: [len(e.channels) for e in c.status_sync().executors] == [16], 5)
+
+            # a writer commits; a third executor joins and takes half: the answers follow the table
+            sid = kv.write("kv", [{"k": k, "v": f"w{k}", "op": "+U"} for k in range(0, N, 3)])
+            joined.append(Joined(kv.path, address))
+            assert joined[-1].joined.wait(30)
+            wait_until(lambda: sorted(len(e.channels) for e in c.status_sync().executors) == [8, 8], 10)
+            oracle = kv.batch_read("kv")
+            r = c.lookup_sync(list(range(N)), min_snapshot=sid)
+            assert set(r.snapshot_ids.values()) == {sid}
+            assert {(row["k"],): row for row in r.rows.to_pylist()} == oracle
+    finally:
+        assert svc.stop() == 0, svc.lines
+        for j in joined:  # serve's clean stop tells them to stop: they exit 0
+            assert j.wait(15) == 0, j.lines
+            assert not any("Traceback" in line for line in j.lines), j.lines
+
+
+def test_an_executor_the_service_refuses_says_why(kv, tmp_path):
+    svc = ServeProcess(kv.path, ["db.kv"], executors=1, env={"PAIMON_TAIL_TOKEN": "t0ken"}).wait_ready()
+    try:
+        address = _coordinator(kv)
+        other = Warehouse(str(tmp_path / "other"))
+        cases = [
+            (Joined(other.path, address, env={"PAIMON_TAIL_TOKEN": "t0ken"}),
+             f"refused this executor: the executor reads warehouse {other.path}, the service serves {kv.path}"),
+            (Joined(kv.path, address), "refused this executor: missing bearer token"),
+            (Joined(kv.path, address, env={"PAIMON_TAIL_TOKEN": "wrong"}), "refused this executor: bad bearer token"),
+        ]
+        for j, message in cases:
+            assert j.wait(30) == 1, j.lines
+            assert len(j.lines) == 1 and j.lines[0].startswith("paimon-tail: the service at ") \
+                and message in j.lines[0], j.lines
+    finally:
+        assert svc.stop() == 0
+    gone = Joined(kv.path, address, "--orphan-timeout", "2")  # nobody listens there any more
+    assert gone.wait(30) == 1, gone.lines
+    assert gone.lines == [f"paimon-tail: the service at {address} does not answer (UNAVAILABLE); trying again for 2s",
+                          f"paimon-tail: the executor stopped: the service at {address} does not answer "
+                          "(UNAVAILABLE); gave up after 2s"], gone.lines

@@ -96,13 +96,9 @@ class JoinPlan:
         """Each ``on`` column must cast to its key column's type (checked on the types, before any data)."""
         for col, key in zip(self.on, self.keys):
             src, dst = input_schema.field(col).type, key_schema.field(key).type
-            if src == dst:
-                continue
-            try:
-                pa.array([], type=src).cast(dst)
-            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+            if src != dst and not _comparable(src, dst):
                 raise UsageError(f"column {col} ({src}) cannot be compared with key column {key} of {self.table} "
-                                 f"({dst})") from None
+                                 f"({dst})", hint="cast it to the key's type first")
 
     def added_fields(self, table_schema: pa.Schema) -> List[pa.Field]:
         """The appended columns as Arrow fields (all nullable: a key may be missing)."""
@@ -114,6 +110,25 @@ class JoinPlan:
 
     def output_schema(self, input_schema: pa.Schema, table_schema: pa.Schema) -> pa.Schema:
         return pa.schema(list(input_schema) + self.added_fields(table_schema))
+
+
+_FAMILIES = (
+    ("integer", pa.types.is_integer), ("float", pa.types.is_floating), ("decimal", pa.types.is_decimal),
+    ("string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)),
+    ("binary", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)),
+    ("date", pa.types.is_date), ("timestamp", pa.types.is_timestamp), ("boolean", pa.types.is_boolean),
+)
+
+
+def _family(t: pa.DataType) -> Optional[str]:
+    return next((name for name, test in _FAMILIES if test(t)), None)
+
+
+def _comparable(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Key values of ``src`` go to a ``dst`` key as they are (a cast that cannot change a value's meaning):
+    the same family, or integers to a decimal key. Strings are not parsed into numbers or dates."""
+    a, b = _family(src), _family(dst)
+    return a is not None and (a == b or (a == "integer" and b == "decimal"))
 
 
 def _on_columns(on: On, keys: Tuple[str, ...], table: str) -> List[str]:

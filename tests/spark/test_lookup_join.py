@@ -238,6 +238,15 @@ def test_streaming_join_while_a_writer_commits(spark, tables, tmp_path):
     written = []
     errors = []
 
+    batches = []
+
+    def record(df, batch_id):
+        rows = df.collect()
+        batches.append((batch_id, rows, tables.latest("versioned")))
+
+    def arrived() -> int:
+        return sum(len(b[1]) for b in batches)
+
     def writer():
         try:
             for c in range(1, 9):
@@ -248,15 +257,14 @@ def test_streaming_join_while_a_writer_commits(spark, tables, tmp_path):
                 batch = [{"event_id": c * 100 + k, "order_id": (c * 7 + k) % 24, "kind": "e"} for k in range(15)]
                 tables.commit("events", batch)
                 written.extend(r["event_id"] for r in batch)
-                time.sleep(0.6)
+                if c % 2:  # every other commit, let the query catch up: answers from several versions
+                    deadline = time.monotonic() + 60
+                    while arrived() < len(written) and time.monotonic() < deadline:
+                        time.sleep(0.1)
+                else:
+                    time.sleep(0.3)
         except BaseException as e:  # surfaced below
             errors.append(e)
-
-    batches = []
-
-    def record(df, batch_id):
-        rows = df.collect()
-        batches.append((batch_id, rows, tables.latest("versioned")))
 
     events = (spark.readStream.format("paimon_tail").option("warehouse", tables.path).option("from", "earliest")
               .load("db.events"))
@@ -267,10 +275,10 @@ def test_streaming_join_while_a_writer_commits(spark, tables, tmp_path):
     t = threading.Thread(target=writer, daemon=True)
     t.start()
     try:
-        t.join(120)
+        t.join(300)
         assert not errors, errors
         deadline = time.monotonic() + 90
-        while sum(len(b[1]) for b in batches) < len(written) and time.monotonic() < deadline:
+        while arrived() < len(written) and time.monotonic() < deadline:
             assert query.exception() is None, query.exception()
             time.sleep(0.3)
     finally:

@@ -133,6 +133,8 @@ def table_location(value: Optional[str]) -> Optional[Tuple[str, str]]:
     if not table or not database.endswith(".db") or len(database) <= 3 or not warehouse.strip("/:"):
         raise UsageError(f"{value!r} is not a table location (<warehouse>/<database>.db/<table>)",
                          hint='or load("db.table") with .option("warehouse", PATH)')
+    if warehouse.startswith("file:") and not warehouse.startswith("file://"):  # Hadoop's file:/path
+        warehouse = warehouse[len("file:"):]
     return warehouse, f"{database[:-3]}.{table}"
 
 

@@ -65,3 +65,31 @@ def serve():
     yield start
     for s in started:
         s.stop()
+
+
+JVM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jvm", "FakePaimonSource.java")
+
+
+@pytest.fixture(scope="session")
+def fake_paimon_jar(tmp_path_factory) -> str:
+    """A JVM data source named ``paimon`` (tests/spark/jvm/FakePaimonSource.java, one row {source: "jvm"}),
+    compiled here against PySpark's jars, as the paimon-spark connector would sit on a driver's class path."""
+    import shutil
+    import zipfile
+
+    from paimon_tail.spark.standalone import spark_home
+
+    if not shutil.which("javac"):
+        pytest.skip("!!! javac (JDK 17) is not installed: the JVM 'paimon' source tests DID NOT RUN")
+    out = tmp_path_factory.mktemp("fake-paimon")
+    classes = out / "classes"
+    proc = subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-cp", os.path.join(spark_home(), "jars", "*"),
+                           "-d", str(classes), JVM_SOURCE], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"javac failed:\n{proc.stderr}"
+    jar = out / "fake-paimon.jar"
+    with zipfile.ZipFile(jar, "w") as z:
+        for path in classes.rglob("*.class"):
+            z.write(path, path.relative_to(classes).as_posix())
+        z.writestr("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister",
+                   "paimontail.fixture.FakePaimonSource\n")
+    return str(jar)

@@ -228,18 +228,21 @@ class ConnectServer(_Base):
 
     master: str = "local[2]"
     port: int = 0
+    driver_memory: str = "1g"
     jars: Sequence[str] = ()
     conf: Dict[str, str] = field(default_factory=dict)
 
     def start(self) -> "ConnectServer":
         self._prepare("spark-connect-")
+        self.env.pop("SPARK_DAEMON_MEMORY")  # the server is a driver: --driver-memory
         self.port = self.port or free_port(self.host)
         conf = {
             "spark.connect.grpc.binding.address": self.host, "spark.connect.grpc.binding.port": str(self.port),
             "spark.driver.host": self.host, "spark.driver.bindAddress": self.host, "spark.ui.enabled": "false",
             "spark.pyspark.python": self.python, "spark.sql.shuffle.partitions": "2", **self.conf,
         }
-        args = [os.path.join(self.home, "sbin", "start-connect-server.sh"), "--wait", "--master", self.master]
+        args = [os.path.join(self.home, "sbin", "start-connect-server.sh"), "--wait", "--master", self.master,
+                "--driver-memory", self.driver_memory]
         if self.jars:
             args += ["--jars", ",".join(self.jars)]
         for k, v in conf.items():

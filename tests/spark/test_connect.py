@@ -9,6 +9,7 @@ in the server's Python workers.
 from __future__ import annotations
 
 import decimal
+import os
 import warnings
 
 import pytest
@@ -46,6 +47,9 @@ def registration(server):
         names = paimon_tail.spark.register(session)
     yield session, names, [w for w in caught if issubclass(w.category, paimon_tail.spark.NameTakenWarning)]
     session.stop()
+    # PySpark marks the process as a Connect client for good (os.environ); later modules start classic sessions
+    for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
+        os.environ.pop(key, None)
 
 
 @pytest.fixture(scope="module")

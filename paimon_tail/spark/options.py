@@ -87,6 +87,7 @@ class SourceOptions:
     min_rows: Optional[int] = None  # with max_delay_ms: wait for this many rows, at most that long
     max_delay_ms: Optional[int] = None
     target_split_size: int = 128 << 20
+    batch_size: int = 65536  # rows per Arrow batch read (pypaimon's read.batch-size)
     open_file_cost: int = 4 << 20
     filter_pushdown: bool = True
     # writing
@@ -280,6 +281,7 @@ def parse_options(options: Mapping[str, str], *, need_catalog: bool = True) -> S
         ),
         min_rows=_positive_int(o.get("read.stream.minrowspertrigger"), "read.stream.minRowsPerTrigger"),
         max_delay_ms=_positive_int(o.get("read.stream.maxtriggerdelayms"), "read.stream.maxTriggerDelayMs"),
+        batch_size=_positive_int(o.get("read.batch-size"), "read.batch-size") or 65536,
         target_split_size=_size(o.get("source.split.target-size"), "source.split.target-size", 128 << 20),
         open_file_cost=_size(o.get("source.split.open-file-cost"), "source.split.open-file-cost", 4 << 20),
         filter_pushdown=_bool(o.get("filterpushdown"), "filterPushdown", default=True),

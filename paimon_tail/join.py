@@ -24,6 +24,9 @@ from .errors import UsageError
 
 HOWS = ("left", "inner")
 DEFAULT_IN_FLIGHT = 4
+# Keys per lookup: small input batches (Spark hands 10,000 rows at a time) are looked up together. The service
+# answers a 64k-key call ~1.7x faster per key than 10k-key calls (benchmarks/spark_bench.py, docs/performance.md).
+DEFAULT_LOOKUP_KEYS = 65536
 
 On = Union[None, str, Sequence[str], Mapping[str, str]]
 
@@ -42,12 +45,13 @@ class JoinPlan:
     min_snapshot: Optional[int] = None
     timeout: float = 30.0
     in_flight: int = DEFAULT_IN_FLIGHT
+    lookup_keys: int = DEFAULT_LOOKUP_KEYS  # input rows gathered into one lookup
 
     @classmethod
     def make(cls, meta, input_names: Sequence[str], on: On = None, how: str = "left", *,
              select: Optional[Sequence[str]] = None, prefix: str = "", snapshot_column: Optional[str] = None,
              min_snapshot: Optional[int] = None, timeout: float = 30.0,
-             in_flight: int = DEFAULT_IN_FLIGHT) -> "JoinPlan":
+             in_flight: int = DEFAULT_IN_FLIGHT, lookup_keys: int = DEFAULT_LOOKUP_KEYS) -> "JoinPlan":
         """Check a join of input columns ``input_names`` with the table ``meta`` describes (a ``TableMeta``)."""
         if how not in HOWS:
             raise UsageError(f"unsupported join type how={how!r}", hint="use how='left' or how='inner'")
@@ -87,10 +91,10 @@ class JoinPlan:
             raise UsageError(f"min_snapshot={min_snapshot} must not be negative")
         if not timeout or float(timeout) <= 0:
             raise UsageError(f"timeout={timeout} must be positive (seconds)")
-        if int(in_flight) < 1:
-            raise UsageError(f"in_flight={in_flight} must be at least 1")
+        if int(in_flight) < 1 or int(lookup_keys) < 1:
+            raise UsageError(f"in_flight={in_flight} and lookup_keys={lookup_keys} must be at least 1")
         return cls(meta.name, keys, tuple(on_cols), tuple(columns), tuple(names), how, snapshot_column or None,
-                   int(min_snapshot) if min_snapshot else None, float(timeout), int(in_flight))
+                   int(min_snapshot) if min_snapshot else None, float(timeout), int(in_flight), int(lookup_keys))
 
     def check_key_types(self, input_schema: pa.Schema, key_schema: pa.Schema) -> None:
         """Each ``on`` column must cast to its key column's type (checked on the types, before any data)."""
@@ -244,11 +248,11 @@ class LookupJoiner:
 
     def join_batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Joined batches in input order; up to ``plan.in_flight`` lookups run while earlier batches are handed
-        out and later ones are read."""
+        out and later ones are read. Input batches are gathered up to ``plan.lookup_keys`` rows a lookup."""
         pending: "deque[_Pending]" = deque()
         pool = ThreadPoolExecutor(self.plan.in_flight, thread_name_prefix="lookup-join")
         try:
-            for batch in batches:
+            for batch in _gathered(batches, self.plan.lookup_keys):
                 pending.append(self._start(batch, pool))
                 while len(pending) > self.plan.in_flight:
                     yield self._finish(pending.popleft())
@@ -278,6 +282,30 @@ class LookupJoiner:
         return pa.StructArray.from_arrays(children, fields=fields, mask=pa.array(~found))
 
 
+def _gathered(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """Consecutive batches joined into batches of at least ``rows`` rows (the last may be smaller)."""
+    group: List[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows >= rows and not group:
+            yield batch
+            continue
+        group.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield _concat(group)
+            group, count = [], 0
+    if group:
+        yield _concat(group)
+
+
+def _concat(batches: List[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    table = pa.Table.from_batches(batches).combine_chunks()
+    return table.to_batches()[0] if table.num_rows else batches[0]
+
+
 def table_arrow_schema(meta) -> pa.Schema:
     """The table's columns as Arrow types (Paimon's mapping, as the executors answer them)."""
     from pypaimon.schema.data_types import PyarrowFieldParser
@@ -290,11 +318,12 @@ def lookup_join(data: Union[pa.Table, pa.RecordBatch, Iterable[pa.RecordBatch]],
                 options: Union[Mapping[str, str], Sequence[str]] = (), config_file: Optional[str] = None,
                 select: Optional[Sequence[str]] = None, prefix: str = "", snapshot_column: Optional[str] = None,
                 min_snapshot: Optional[int] = None, timeout: float = 30.0, in_flight: int = DEFAULT_IN_FLIGHT,
-                batch_size: int = 65536) -> Union[pa.Table, Iterator[pa.RecordBatch]]:
+                lookup_keys: int = DEFAULT_LOOKUP_KEYS) -> Union[pa.Table, Iterator[pa.RecordBatch]]:
     """``data`` with the columns of ``table``'s row for each row's key, from a running ``paimon-tail serve``.
 
     A table or record batch gives a table back; any other iterable of record batches (a ``RecordBatchReader``, a
-    generator) gives an iterator of joined batches, looked up ``in_flight`` at a time. ``on``: the input columns
+    generator) gives an iterator of joined batches, ``lookup_keys`` rows a lookup and ``in_flight`` lookups at a
+    time. ``on``: the input columns
     holding the primary key (default: the key's own names; a list in key order, or ``{key: column}``). ``how``:
     ``left`` keeps rows without a match (nulls), ``inner`` drops them. ``client``: a ``LookupClient`` to use
     (otherwise one is opened from ``warehouse``/``options``/``config_file`` and closed at the end).
@@ -317,7 +346,7 @@ def lookup_join(data: Union[pa.Table, pa.RecordBatch, Iterable[pa.RecordBatch]],
             schema, data = first.schema, itertools.chain([first], it)
         plan = JoinPlan.make(client.meta, schema.names, on, how, select=select, prefix=prefix,
                              snapshot_column=snapshot_column, min_snapshot=min_snapshot, timeout=timeout,
-                             in_flight=in_flight)
+                             in_flight=in_flight, lookup_keys=lookup_keys)
         table_schema = table_arrow_schema(client.meta)
         key_schema = pa.schema([table_schema.field(k) for k in plan.keys])
         plan.check_key_types(schema, key_schema)
@@ -329,7 +358,7 @@ def lookup_join(data: Union[pa.Table, pa.RecordBatch, Iterable[pa.RecordBatch]],
         raise
     if whole:
         try:
-            batches = data.to_batches(max_chunksize=batch_size) if isinstance(data, pa.Table) else [data]
+            batches = data.to_batches(max_chunksize=lookup_keys) if isinstance(data, pa.Table) else [data]
             return pa.Table.from_batches(list(joiner.join_batches(batches)), schema=out_schema)
         finally:
             if own:

@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from ..errors import UsageError
-from ..join import DEFAULT_IN_FLIGHT, JoinPlan, LookupJoiner, On, table_arrow_schema
+from ..join import DEFAULT_IN_FLIGHT, DEFAULT_LOOKUP_KEYS, JoinPlan, LookupJoiner, On, table_arrow_schema
 from .options import catalog_options
 
 # Options of the join itself; every other option is a catalog option, spelt as the data source takes them.
@@ -89,14 +89,16 @@ def _spark_fields(fields: List[pa.Field]):
 
 def lookup_join(df, table: str, on: On = None, how: str = "left", *, select: Optional[Sequence[str]] = None,
                 prefix: str = "", snapshot_column: Optional[str] = None, min_snapshot: Optional[int] = None,
-                timeout: float = 30.0, in_flight: int = DEFAULT_IN_FLIGHT, **options: Any):
+                timeout: float = 30.0, in_flight: int = DEFAULT_IN_FLIGHT, lookup_keys: int = DEFAULT_LOOKUP_KEYS,
+                **options: Any):
     """``df`` with the columns of ``table``'s row for each row's key, looked up in a running ``paimon-tail serve``.
 
     ``on``: ``df``'s columns holding the primary key (default: the key's own names; a list in key order, or
     ``{key: column}``). ``how``: ``left`` keeps rows without a match (nulls), ``inner`` drops them. ``select``: the
     table columns to add (default: all but the key); ``prefix`` renames them. ``min_snapshot``: every answer
     reflects at least that snapshot (read-your-writes; lookups wait for the service up to ``timeout`` seconds).
-    ``snapshot_column``: adds the snapshot the answers reflect. ``**options``: catalog options as the data source
+    ``snapshot_column``: adds the snapshot the answers reflect. Each task gathers Spark's Arrow batches into
+    lookups of ``lookup_keys`` keys, ``in_flight`` at a time, each within ``timeout``. ``**options``: catalog options as the data source
     takes them (``warehouse``, ``catalog.<key>``, ``config`` …) and ``lookup.token``/``lookup.token-file``/
     ``lookup.tls-ca``/``lookup.tls-cert``/``lookup.tls-key`` (default: ``PAIMON_TAIL_TOKEN`` of this process).
     Works on batch and streaming DataFrames, and from Spark Connect clients.
@@ -107,7 +109,7 @@ def lookup_join(df, table: str, on: On = None, how: str = "left", *, select: Opt
     access = ServiceAccess.of(table, options)
     plan, table_schema = _plan(access, df.columns, on, how, select=select, prefix=prefix,
                                snapshot_column=snapshot_column, min_snapshot=min_snapshot, timeout=timeout,
-                               in_flight=in_flight)
+                               in_flight=in_flight, lookup_keys=lookup_keys)
     key_schema = pa.schema([table_schema.field(k) for k in plan.keys])
     plan.check_key_types(to_arrow_schema(StructType([df.schema[c] for c in plan.on]), timezone="UTC"), key_schema)
     added_struct, added_arrow = _spark_fields(plan.added_fields(table_schema))

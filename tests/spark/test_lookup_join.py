@@ -176,15 +176,15 @@ def test_plain_python_join_equals_spark(spark, tables):
     ev = _events(spark)
     arrow = pa.Table.from_pylist([r.asDict() for r in ev.collect()], schema=EVENTS)
     joined = paimon_tail.lookup_join(arrow, "db.orders", on="order_id", warehouse=tables.path, min_snapshot=latest,
-                                     batch_size=50)
+                                     lookup_keys=50)
     spark_joined = paimon_tail.spark.lookup_join(ev, "db.orders", on="order_id", warehouse=tables.path,
                                                  min_snapshot=latest)
     cols = ["event_id", "order_id", "kind", "status", "amount", "op"]
     assert joined.column_names == cols
     assert sorted((tuple(r[c] for c in cols) for r in joined.to_pylist()), key=repr) == _rows(spark_joined, cols)
     streamed = list(paimon_tail.lookup_join(iter(arrow.to_batches(max_chunksize=40)), "db.orders", on="order_id",
-                                            how="inner", warehouse=tables.path, min_snapshot=latest))
-    assert len(streamed) == len(arrow.to_batches(max_chunksize=40))
+                                            how="inner", warehouse=tables.path, min_snapshot=latest, lookup_keys=100))
+    assert len(streamed) == -(-arrow.num_rows // 120)  # 40-row batches gathered three to a lookup
     assert sum(b.num_rows for b in streamed) == sum(1 for r in joined.to_pylist() if r["status"] is not None)
 
 

@@ -37,7 +37,8 @@ def build_session(app: str = "paimon-spark-pipeline", master: Optional[str] = No
     import paimon_tail.spark
 
     master = master or os.environ.get("SPARK_MASTER", "local[2]")
-    settings = {"spark.sql.shuffle.partitions": "2", "spark.pyspark.python": os.environ["PYSPARK_PYTHON"]}
+    settings = {"spark.sql.shuffle.partitions": "2", "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+                "spark.ui.showConsoleProgress": "false"}
     if master.startswith("local"):
         settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                          "spark.ui.enabled": "false"})

@@ -25,6 +25,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spark_pipeline import add_session_args, build_session  # noqa: E402
 
 
+def stop_between_batches(query, wait: float = 10.0) -> None:
+    """Stop once the sources are started and the running micro-batch (if any) is done: stopping in the middle
+    cancels its tasks, and stopping while a Python source starts breaks PySpark's offset runner mid-handshake,
+    both reported at length (the batch is redone on the next start anyway)."""
+    deadline = time.monotonic() + wait
+    try:
+        while query.isActive and time.monotonic() < deadline and (
+                query.status["isTriggerActive"] or query.status["message"] == "Initializing sources"):
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+    query.stop()
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--warehouse", "-w", default=os.environ.get("PAIMON_WAREHOUSE", "paimon-tail-demo"))
@@ -87,7 +101,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        query.stop()
+        stop_between_batches(query)
     if query.exception() is not None:
         print(f"query failed: {query.exception()}", file=sys.stderr)
         return 1

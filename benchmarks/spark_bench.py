@@ -14,11 +14,12 @@ Once: ``follow`` (the follower, one process) and a pypaimon write of the same ro
                       end to end (query start to termination) and in micro-batches (their trigger times)
   spark-write / spark-stream-write   spark.range → paimon_tail (batch), paimon_tail → paimon_tail (availableNow)
   join: a served primary-key table of ``--keys`` rows (``paimon-tail serve``, two local executor processes),
-  ``--events`` events (order ids spread over 110% of the keys: ~9% miss) in 10 snapshots:
+  ``--events`` events (order ids spread over 110% of the keys: ~9% miss) in ``--micro-batches`` snapshots:
   lookup-join-batch   spark.range events → paimon_tail.spark.lookup_join → noop
   lookup-join-stream  readStream events (one snapshot per micro-batch, availableNow) → lookup_join → noop
   stream-static-join  the same stream joined with spark.read.format("paimon_tail").load(table), which Spark reads
                       again in every micro-batch (sort-merge join; the baseline of the lookup join)
+``--parts`` picks sections (reads, writes, join).
   batch-join          spark.range events joined with one read of the table (context: no micro-batches)
 
 Ratios are printed (and written with ``--json``); a target missed is printed, not an error.
@@ -47,7 +48,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("customer", pa.string()), ("amount", pa
 ORDERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("customer", pa.string()), ("amount", pa.float64()),
                     ("status", pa.string())])
 EVENTS = pa.schema([("event_id", pa.int64()), ("order_id", pa.int64()), ("kind", pa.string())])
-EVENT_SNAPSHOTS = 10
+PARTS = ("reads", "writes", "join")
 
 
 def log(msg: str) -> None:
@@ -108,12 +109,12 @@ def make_orders(wh: str, keys: int):
     return table
 
 
-def make_events(wh: str, events: int, keys: int, name: str = "events") -> None:
+def make_events(wh: str, events: int, keys: int, snapshots: int, name: str = "events") -> None:
     import numpy as np
 
     table = create(wh, name, EVENTS, options={"bucket": "-1"})
-    per = events // EVENT_SNAPSHOTS
-    for k in range(EVENT_SNAPSHOTS):
+    per = events // snapshots
+    for k in range(snapshots):
         ids = np.arange(k * per, (k + 1) * per, dtype=np.int64)
         commit(table, pa.table({"event_id": ids, "order_id": (ids * 7919) % (keys + keys // 10),
                                 "kind": pa.array(["view", "buy"]).take(pa.array(ids % 2))}, schema=EVENTS))
@@ -220,12 +221,12 @@ def session(where: str, cluster) -> "object":
     return spark
 
 
-def run_spark(where: str, spark, wh: str, rows: int, events: int, keys: int, res: Results) -> None:
+def run_spark(where: str, spark, wh: str, rows: int, events: int, keys: int, micro_batches: int, parts,
+              res: Results) -> None:
     import paimon_tail.spark
 
     fmt = "paimon_tail"
     files = data_files(wh, "bench.src")
-    file_dir = os.path.dirname(files[0])
     cp = tempfile.mkdtemp(prefix="cp-", dir=wh)
 
     def checkpoint() -> str:
@@ -242,15 +243,6 @@ def run_spark(where: str, spark, wh: str, rows: int, events: int, keys: int, res
     paimon_tail.spark.lookup_join(warm_ev, "bench.orders", on="order_id", warehouse=wh).write.format(
         "noop").mode("overwrite").save()
 
-    def parquet_batch() -> int:
-        spark.read.parquet(*files).write.format("noop").mode("overwrite").save()
-        return rows
-
-    def source_batch() -> int:
-        spark.read.format(fmt).option("warehouse", wh).load("bench.src").write.format("noop").mode(
-            "overwrite").save()
-        return rows
-
     in_batches: List[float] = []
 
     def stream(df) -> Callable[[], int]:
@@ -262,6 +254,28 @@ def run_spark(where: str, spark, wh: str, rows: int, events: int, keys: int, res
             return _rows(q)
         return run
 
+    if "reads" in parts:
+        run_reads(where, spark, wh, rows, res, files, stream, in_batches)
+    if "writes" in parts:
+        run_writes(where, spark, wh, rows, res, checkpoint, in_batches)
+    if "join" in parts:
+        run_join(where, spark, wh, events, keys, micro_batches, res, stream, in_batches)
+    shutil.rmtree(cp, ignore_errors=True)
+
+
+def run_reads(where, spark, wh, rows, res, files, stream, in_batches) -> None:
+    fmt = "paimon_tail"
+
+    def parquet_batch() -> int:
+        spark.read.parquet(*files).write.format("noop").mode("overwrite").save()
+        return rows
+
+    def source_batch() -> int:
+        spark.read.format(fmt).option("warehouse", wh).load("bench.src").write.format("noop").mode(
+            "overwrite").save()
+        return rows
+
+    file_dir = os.path.dirname(files[0])
     schema = spark.read.parquet(files[0]).schema
     res.add(where, "parquet-batch", *timed(parquet_batch))
     res.add(where, "spark-batch", *timed(source_batch), baseline="parquet-batch", target=0.5)
@@ -274,6 +288,9 @@ def run_spark(where: str, spark, wh: str, rows: int, events: int, keys: int, res
     res.add(where, "spark-stream in micro-batches", rows, in_batches[-1],
             baseline="parquet-stream in micro-batches")
 
+
+def run_writes(where, spark, wh, rows, res, checkpoint, in_batches) -> None:
+    fmt = "paimon_tail"
     df = spark.range(rows, numPartitions=2).selectExpr(
         "id", "concat('customer-', cast(id % 997 as string)) customer", "(id % 10000) / 100.0 amount",
         "cast(id % 17 as int) qty")
@@ -295,7 +312,11 @@ def run_spark(where: str, spark, wh: str, rows: int, events: int, keys: int, res
     res.add(where, "spark-stream-write", *timed(stream_write))
     res.add(where, "spark-stream-write in micro-batches", rows, in_batches[-1])
 
-    # -- the lookup join ----------------------------------------------------------------------------------------
+
+def run_join(where, spark, wh, events, keys, micro_batches, res, stream, in_batches) -> None:
+    import paimon_tail.spark
+
+    fmt = "paimon_tail"
     span = keys + keys // 10
     ev = spark.range(0, events, numPartitions=2).selectExpr("id AS event_id", f"(id * 7919) % {span} AS order_id",
                                                             "if(id % 2 = 0, 'view', 'buy') AS kind")
@@ -317,14 +338,14 @@ def run_spark(where: str, spark, wh: str, rows: int, events: int, keys: int, res
     res.add(where, "batch-join", *timed(batch_join), note="one read of the table, no micro-batches")
     res.add(where, "lookup-join-batch", *timed(lookup_batch), baseline="batch-join", min_rate=300_000)
     res.add(where, "stream-static-join", *timed(stream(_stream_static(event_stream(), orders))),
-            note=f"{EVENT_SNAPSHOTS} micro-batches, the table read in each")
+            note=f"{micro_batches} micro-batches, the table read in each (a sort-merge join: Spark's choice, and "
+                 "faster here than a broadcast hint)")
     res.add(where, "stream-static-join in micro-batches", events, in_batches[-1])
     res.add(where, "lookup-join-stream", *timed(stream(paimon_tail.spark.lookup_join(
         event_stream(), "bench.orders", on="order_id", warehouse=wh))), baseline="stream-static-join", target=3.0,
         min_rate=300_000)
     res.add(where, "lookup-join-stream in micro-batches", events, in_batches[-1],
             baseline="stream-static-join in micro-batches")
-    shutil.rmtree(cp, ignore_errors=True)
 
 
 def _stream_static(events, orders):
@@ -337,14 +358,19 @@ def main(argv=None) -> int:
     p.add_argument("--snapshots", type=int, default=20)
     p.add_argument("--keys", type=int, default=None, help="keys of the served table (default: --rows)")
     p.add_argument("--events", type=int, default=None, help="events joined (default: --rows)")
+    p.add_argument("--micro-batches", type=int, default=10, help="micro-batches (snapshots) the events arrive in")
     p.add_argument("--where", default="local,cluster", help="local and/or cluster")
+    p.add_argument("--parts", default=",".join(PARTS), help="reads, writes and/or join")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     keys = args.keys or args.rows
-    events = (args.events or args.rows) // EVENT_SNAPSHOTS * EVENT_SNAPSHOTS
+    events = (args.events or args.rows) // args.micro_batches * args.micro_batches
     wheres = [w.strip() for w in args.where.split(",") if w.strip()]
+    parts = {w.strip() for w in args.parts.split(",") if w.strip()}
     if set(wheres) - {"local", "cluster"}:
         p.error("--where takes local and/or cluster")
+    if parts - set(PARTS):
+        p.error(f"--parts takes {', '.join(PARTS)}")
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     import paimon_tail
@@ -360,7 +386,7 @@ def main(argv=None) -> int:
         rows = args.rows // args.snapshots * args.snapshots
         fill(create(wh, "warm"), 20_000, 2)
         make_orders(wh, keys)
-        make_events(wh, events, keys)
+        make_events(wh, events, keys, args.micro_batches)
         service = Service(wh, "bench.orders")
         log(f"paimon-tail serve bench.orders ready in {service.ready_s:.1f}s")
 
@@ -396,7 +422,7 @@ def main(argv=None) -> int:
                 cluster = StandaloneCluster(workers=2, cores=1, memory="1500m").start()
             spark = session(where, cluster)
             try:
-                run_spark(where, spark, wh, rows, events, keys, res)
+                run_spark(where, spark, wh, rows, events, keys, args.micro_batches, parts, res)
             finally:
                 spark.stop()
                 if cluster is not None:
@@ -410,8 +436,9 @@ def main(argv=None) -> int:
         shutil.rmtree(wh, ignore_errors=True)
 
     load = os.getloadavg()[0]
-    print(f"\n{args.rows:,} rows in {args.snapshots} snapshots; lookup join: {events:,} events against {keys:,} "
-          f"served keys; {os.cpu_count()} cores, load {load:.1f}, {time.perf_counter() - t_start:.0f}s\n")
+    print(f"\n{args.rows:,} rows in {args.snapshots} snapshots; lookup join: {events:,} events in "
+          f"{args.micro_batches} micro-batches against {keys:,} served keys; {os.cpu_count()} cores, load "
+          f"{load:.1f}, {time.perf_counter() - t_start:.0f}s\n")
     print(f"{'where':<8} {'measure':<38} {'rows':>10} {'seconds':>8} {'rows/s':>11}  ratio")
     for r in res.rows:
         ratio = ""
@@ -426,7 +453,7 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": args.rows, "snapshots": args.snapshots, "keys": keys, "events": events,
-                       "load": load, "results": res.rows}, f, indent=2)
+                       "micro_batches": args.micro_batches, "load": load, "results": res.rows}, f, indent=2)
     return 0
 
 

@@ -2,8 +2,8 @@
 
 Spark's ``rate-micro-batch`` source ticks; every tick becomes a change to one of ``--orders`` orders: the first
 time an order is seen it is inserted (+I), later it is updated (+U: new status and amount), and every 17th tick
-deletes it (-D). The changes are upserted into ``shop.orders`` through the ``paimon`` data source, one Paimon
-commit per micro-batch. Watch it from another terminal with:
+deletes it (-D). The changes are upserted into ``shop.orders`` through paimon-tail's data source (format
+``paimon_tail``), one Paimon commit per micro-batch. Watch it from another terminal with:
 
     paimon-tail follow shop.orders -w /tmp/paimon-spark-wh --row-kind
 
@@ -11,6 +11,7 @@ Run:
 
     python examples/spark_pipeline.py --warehouse /tmp/paimon-spark-wh            # Ctrl-C to stop
     python examples/spark_pipeline.py --warehouse /tmp/paimon-spark-wh --batches 5  # stop after 5 micro-batches
+    python examples/spark_pipeline.py -w /shared/wh --master spark://master:7077 --conf spark.driver.host=HOST
 
 Stopping and starting again with the same ``--checkpoint`` continues where it stopped; a micro-batch that was
 committed to Paimon but not to Spark's commit log is not committed twice. Needs ``pip install 'paimon-tail[spark]'``
@@ -22,26 +23,43 @@ import argparse
 import os
 import sys
 import time
+from typing import Optional, Sequence
 
 
-def build_session(app: str = "paimon-spark-pipeline"):
+def build_session(app: str = "paimon-spark-pipeline", master: Optional[str] = None, conf: Sequence[str] = ()):
+    """A SparkSession with paimon-tail's source registered. ``master``: ``--master``, else ``$SPARK_MASTER``,
+    else ``local[2]``. On a local master Spark stays on 127.0.0.1 (no UI); on a cluster nothing is pinned: the
+    driver must be reachable from the executors. ``conf`` (``key=value``, from ``--conf``) wins over every
+    default here, e.g. ``--conf spark.driver.host=10.0.0.5``."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need the Python that has pypaimon
     from pyspark.sql import SparkSession
 
     import paimon_tail.spark
 
-    spark = (
-        SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
-        .appName(app)
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
+    master = master or os.environ.get("SPARK_MASTER", "local[2]")
+    settings = {"spark.sql.shuffle.partitions": "2", "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+                "spark.ui.showConsoleProgress": "false"}
+    if master.startswith("local"):
+        settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                         "spark.ui.enabled": "false"})
+    for item in conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--conf {item!r} is not key=value")
+        settings[key.strip()] = value
+    builder = SparkSession.builder.master(master).appName(app)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     paimon_tail.spark.register(spark)
     return spark
+
+
+def add_session_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", default=None, help="Spark master (default: $SPARK_MASTER or local[2])")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting; wins over the defaults (repeatable)")
 
 
 def orders_changes(spark, rows_per_batch: int, orders: int):
@@ -73,17 +91,18 @@ def main(argv=None) -> int:
     p.add_argument("--trigger", default="2 seconds", help="processing-time trigger interval")
     p.add_argument("--batches", type=int, default=0, help="stop after N micro-batches (0: run until Ctrl-C)")
     p.add_argument("--buckets", type=int, default=4)
+    add_session_args(p)
     args = p.parse_args(argv)
     if args.rows_per_batch > args.orders:
         p.error("--rows-per-batch must not exceed --orders (an order would change twice in one micro-batch)")
     os.makedirs(args.warehouse, exist_ok=True)
     checkpoint = args.checkpoint or os.path.join(args.warehouse, "_checkpoints", args.table)
 
-    spark = build_session()
+    spark = build_session(master=args.master, conf=args.conf)
     changes = orders_changes(spark, args.rows_per_batch, args.orders)
     query = (
         changes.repartition(2, "order_id")  # all changes of one order in one write task
-        .writeStream.format("paimon")
+        .writeStream.format("paimon_tail")  # also "paimon", unless the Java connector has that name
         .option("warehouse", args.warehouse)
         # used only when the table does not exist yet:
         .option("primary-key", "order_id")

@@ -20,11 +20,13 @@ _LAZY = {
     "FollowBatch": ".stream", "Follower": ".stream", "FollowOptions": ".stream", "follow": ".stream",
     "MultiFollower": ".stream", "follow_many": ".stream",
     "LookupClient": ".service.client",
+    "lookup_join": ".join",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from .catalog import CatalogConfig, catalog_config, open_table
     from .errors import PaimonTailError
+    from .join import lookup_join
     from .service.client import LookupClient
     from .stream import FollowBatch, Follower, FollowOptions, MultiFollower, follow, follow_many
 
@@ -51,5 +53,5 @@ def __dir__() -> list:
 
 __all__ = [
     "CatalogConfig", "FollowBatch", "Follower", "FollowOptions", "LookupClient", "MultiFollower", "PaimonTailError",
-    "catalog_config", "follow", "follow_many", "follow_sync", "open_table",
+    "catalog_config", "follow", "follow_many", "follow_sync", "lookup_join", "open_table",
 ]

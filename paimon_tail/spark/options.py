@@ -84,7 +84,10 @@ class SourceOptions:
     max_files: Optional[int] = None
     max_bytes: Optional[int] = None
     max_snapshots: Optional[int] = None
+    min_rows: Optional[int] = None  # with max_delay_ms: wait for this many rows, at most that long
+    max_delay_ms: Optional[int] = None
     target_split_size: int = 128 << 20
+    batch_size: int = 65536  # rows per Arrow batch read (pypaimon's read.batch-size)
     open_file_cost: int = 4 << 20
     filter_pushdown: bool = True
     # writing
@@ -121,12 +124,41 @@ def canonical_option_key(key: str) -> str:
     return _MIXED_CASE.get(key.lower(), key)
 
 
+def table_location(value: Optional[str]) -> Optional[Tuple[str, str]]:
+    """``<warehouse>/<db>.db/<table>`` (a table's location, as paimon-spark's ``load(path)`` takes it) →
+    (warehouse, ``db.table``); None for a ``db.table`` name."""
+    if not value or ("/" not in value and "://" not in value):
+        return None
+    parent, _, table = str(value).rstrip("/").rpartition("/")
+    warehouse, _, database = parent.rpartition("/")
+    if not table or not database.endswith(".db") or len(database) <= 3 or not warehouse.strip("/:"):
+        raise UsageError(f"{value!r} is not a table location (<warehouse>/<database>.db/<table>)",
+                         hint='or load("db.table") with .option("warehouse", PATH)')
+    if warehouse.startswith("file:") and not warehouse.startswith("file://"):  # Hadoop's file:/path
+        warehouse = warehouse[len("file:"):]
+    return warehouse, f"{database[:-3]}.{table}"
+
+
+def _same_place(a: str, b: str) -> bool:
+    def norm(p: str) -> str:
+        p = p[len("file://"):] if p.startswith("file://") else p[len("file:"):] if p.startswith("file:") else p
+        return p.rstrip("/") or "/"
+
+    return norm(a) == norm(b)
+
+
 def catalog_options(options: Mapping[str, str]) -> Dict[str, str]:
     o = {str(k).lower(): v for k, v in options.items()}
     merged: Dict[str, str] = {}
     for key in _DIRECT_CATALOG_KEYS:
         if o.get(key) is not None:
             merged[key] = o[key]
+    location = table_location(o.get("table") or o.get("path"))
+    if location is not None:
+        if merged.get("warehouse") and not _same_place(merged["warehouse"], location[0]):
+            raise UsageError(f"the table location {o.get('table') or o.get('path')} is not in warehouse "
+                             f"{merged['warehouse']}")
+        merged.setdefault("warehouse", location[0])
     for key, value in o.items():
         if key.startswith("catalog.") and key != "catalog.options":
             merged[canonical_option_key(key[len("catalog."):])] = value
@@ -152,8 +184,31 @@ def table_identifier(options: Mapping[str, str]) -> str:
         raise UsageError(
             "no table given", hint='pass .option("table", "db.table") or .load("db.table") / .save("db.table")'
         )
+    location = table_location(ident)
+    if location is not None:
+        ident = location[1]
+    elif o.get("database") and "." not in ident:  # paimon-spark's database + table options
+        ident = f"{o['database']}.{ident}"
     split_identifier(ident)
     return ident
+
+
+# paimon-spark options that would change what a job does, and that this source does not do: refused, so a job
+# switched from the connector by its format name fails at once instead of doing something else.
+_UNSUPPORTED = {
+    "write.merge-schema": "schema merging on write is not supported; evolve the table first (ALTER TABLE)",
+    "write.merge-schema.explicit-cast": "schema merging on write is not supported",
+    "catalog": "a Spark catalog name cannot be used here; give the catalog options (warehouse, catalog.<key>, "
+               "config) instead",
+}
+
+
+def _refuse_unsupported(o: Mapping[str, str]) -> None:
+    for key, why in _UNSUPPORTED.items():
+        value = o.get(key)
+        if value is None or (key != "catalog" and str(value).strip().lower() in ("false", "0", "no", "")):
+            continue
+        raise UsageError(f"option {key}={value} is not supported by paimon-tail's source: {why}")
 
 
 def start_position(options: Mapping[str, str]) -> StartPosition:
@@ -201,11 +256,14 @@ def parse_options(options: Mapping[str, str], *, need_catalog: bool = True) -> S
         table_options["bucket"] = str(o["bucket"])
     if o.get("rowkind.field") is not None:
         table_options["rowkind.field"] = str(o["rowkind.field"])
+    _refuse_unsupported(o)
     consumer = o.get("consumer-id") or None
     if consumer:
         from ..stream.consumer import ConsumerStore
 
         ConsumerStore.validate_id(consumer)
+    if (o.get("read.stream.minrowspertrigger") is None) != (o.get("read.stream.maxtriggerdelayms") is None):
+        raise UsageError("read.stream.minRowsPerTrigger and read.stream.maxTriggerDelayMs go together")
     return SourceOptions(
         catalog=catalog_options(o) if need_catalog else {},
         table=table_identifier(o),
@@ -221,6 +279,9 @@ def parse_options(options: Mapping[str, str], *, need_catalog: bool = True) -> S
         max_snapshots=_positive_int(
             o.get("read.stream.maxsnapshotspertrigger"), "read.stream.maxSnapshotsPerTrigger"
         ),
+        min_rows=_positive_int(o.get("read.stream.minrowspertrigger"), "read.stream.minRowsPerTrigger"),
+        max_delay_ms=_positive_int(o.get("read.stream.maxtriggerdelayms"), "read.stream.maxTriggerDelayMs"),
+        batch_size=_positive_int(o.get("read.batch-size"), "read.batch-size") or 65536,
         target_split_size=_size(o.get("source.split.target-size"), "source.split.target-size", 128 << 20),
         open_file_cost=_size(o.get("source.split.open-file-cost"), "source.split.open-file-cost", 4 << 20),
         filter_pushdown=_bool(o.get("filterpushdown"), "filterPushdown", default=True),

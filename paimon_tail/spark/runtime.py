@@ -53,11 +53,11 @@ class ReadSpec:
     row_kind: bool = False
     streaming: bool = False
     time_travel: Tuple[Tuple[str, str], ...] = ()
+    # pypaimon reads 1,024 rows a batch by default; every batch costs a round through PySpark's Arrow stream
+    batch_size: int = 65536
 
     def table_for(self, table):
-        if self.time_travel:
-            table = table.copy(dict(self.time_travel))
-        return table
+        return table.copy({"read.batch-size": str(self.batch_size), **dict(self.time_travel)})
 
     def builder(self, table):
         from ..stream.filters import parse_where

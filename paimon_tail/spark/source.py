@@ -96,7 +96,7 @@ class PaimonDataSource(DataSource):
         names = [f.name for f in schema.fields if not (o.row_kind and f.name == ROW_KIND)]
         return ReadSpec(
             columns=tuple(names), where=o.where, row_kind=o.row_kind, streaming=streaming,
-            time_travel=tuple(sorted(o.time_travel.items())) if not streaming else (),
+            time_travel=tuple(sorted(o.time_travel.items())) if not streaming else (), batch_size=o.batch_size,
         )
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -148,7 +148,10 @@ class PaimonPlainBatchReader(DataSourceReader):
 
         o = self.options
         table = get_table(o.catalog, o.table, fresh=True)
-        splits = list(self.spec.builder(table).new_scan().plan().splits())
+        # pypaimon packs splits to 128mb: a table of small files would be one task. Planned at the open-file
+        # cost instead, the splits are packed into tasks here (about the target size, over the parallelism).
+        planning = table.copy({"source.split.target-size": str(o.open_file_cost)})
+        splits = list(self.spec.builder(planning).new_scan().plan().splits())
         groups = pack([split_weight(s, o.open_file_cost) for s in splits], o.target_split_size, self.parallelism,
                       o.open_file_cost)
         schema_id = self.spec.table_for(table).table_schema.id

@@ -9,6 +9,7 @@ micro-batches. Planning is ``SnapshotPlanner``'s (the follower's), start positio
 """
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
@@ -81,6 +82,7 @@ class StreamPlanner:
         self._units: "OrderedDict[Tuple[int, bool], List[SplitInfo]]" = OrderedDict()
         self._cache_size = cache_size
         self._consumer_written: Optional[int] = None
+        self._last_trigger: Optional[float] = None  # read.stream.maxTriggerDelayMs counts from here
 
     # -- positions ---------------------------------------------------------------------------------------
     def initial_offset(self) -> dict:
@@ -114,6 +116,27 @@ class StreamPlanner:
         return latest.id if latest is not None else None
 
     def latest_offset(self, start: dict, limits: Limits) -> dict:
+        end = self._latest_offset(start, limits)
+        return start if self._hold(start, end) else end
+
+    def _hold(self, start: dict, end: dict) -> bool:
+        """paimon-spark's read.stream.minRowsPerTrigger + maxTriggerDelayMs: no micro-batch with fewer rows than
+        the minimum, unless the delay since the last one has passed (never under availableNow)."""
+        o = self.options
+        if not o.min_rows or self.target is not None:
+            return False
+        now = time.monotonic()
+        if self._last_trigger is None:
+            self._last_trigger = now  # the query's start counts as a trigger
+        if offsets_equal(start, end):
+            return False
+        if (now - self._last_trigger) * 1000 < o.max_delay_ms and \
+                sum(info.rows for info in self.plan(start, end)) < o.min_rows:
+            return True
+        self._last_trigger = now
+        return False
+
+    def _latest_offset(self, start: dict, limits: Limits) -> dict:
         pos = Position.of(start)
         # Spark asks for new data only after the previous micro-batch (ending at ``start``) is committed to its
         # commit log, but commits offsets to the source only once a later batch has data: write the consumer

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 
-import pyarrow as pa
 import pytest
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]

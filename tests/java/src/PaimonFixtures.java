@@ -101,9 +101,29 @@ public class PaimonFixtures {
                 System.out.flush();
             }
         } finally {
-            ioManager.close();
+            closeIoManager(tmp);
         }
         System.exit(0);
+    }
+
+    /**
+     * The lookup changelog producer's spill files can still be closing in a compaction thread when the writer is
+     * closed; the IOManager then fails to delete its directory (DirectoryNotEmptyException), after every table
+     * was committed. Only the scratch directory is at stake: retry, then remove it ourselves.
+     */
+    static void closeIoManager(java.nio.file.Path tmp) throws Exception {
+        for (int attempt = 0; ; attempt++) {
+            try {
+                ioManager.close();
+                return;
+            } catch (java.io.UncheckedIOException e) {
+                if (attempt >= 5) {
+                    org.apache.paimon.utils.FileIOUtils.deleteDirectoryQuietly(tmp.toFile());
+                    return;
+                }
+                Thread.sleep(200);
+            }
+        }
     }
 
     static Object run(List<String> c) throws Exception {

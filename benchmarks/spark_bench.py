@@ -353,6 +353,7 @@ def _stream_static(events, orders):
 
 
 def main(argv=None) -> int:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only (Spark would pick eth0's address)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=1_000_000, help="rows of the read/write table")
     p.add_argument("--snapshots", type=int, default=20)

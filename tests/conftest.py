@@ -12,6 +12,10 @@ import pyarrow as pa
 import pytest
 
 APPEND = pa.schema([("id", pa.int64()), ("writer", pa.string()), ("n", pa.int32())])
+# Spark picks the first non-loopback interface for its own address when the host name resolves to loopback (its
+# "using 192.0.2.2 instead" warning): tests keep every Spark JVM and Python worker on 127.0.0.1.
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
 ORDERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("status", pa.string()),
                     ("amount", pa.decimal128(10, 2)), ("op", pa.string())])
 

@@ -252,6 +252,14 @@ def test_missing_and_corrupt_data_files(kv):
             assert r.rows.to_pylist() == [oracle[(k,)] for k in good[:50]]
             with pytest.raises(ServiceError, match=f"bucket {corrupt} of db.kv cannot be served: "):
                 c.get_sync(bad)
+            # the lookup join: a key the service could not answer is an error, never a row with nulls
+            import paimon_tail
+
+            events = pa.table({"k": pa.array(good[:5] + [bad], pa.int32())})
+            with pytest.raises(ServiceError, match=f"1 keys could not be answered, e.g. {{'k': {bad}}}: bucket "):
+                paimon_tail.lookup_join(events, "db.kv", client=c)
+            joined = paimon_tail.lookup_join(events.slice(0, 5), "db.kv", client=c)
+            assert joined.column("v").to_pylist() == [oracle[(k,)]["v"] for k in good[:5]]
             # a version 1 client (no protocol_version) gets the whole call refused, as before: DATA_LOSS
             executor = {e.index: e.address for e in c.executors_sync().executors}[owner_of(c)((), corrupt)]
             with grpc.insecure_channel(executor) as ch:

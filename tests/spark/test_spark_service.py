@@ -2,8 +2,8 @@
 
 One ``python -m paimon_tail serve ... --spark --master local[2]`` process (its own session, so everything it
 starts — the driver JVM, the Python workers running the executors — can be found and must be gone at the end).
-The tests run in file order: lookups vs the batch read, a commit while serving, a killed task (the barrier stage
-fails, the job is resubmitted and the executors register again), then SIGTERM ends it all.
+The tests run in file order: lookups vs the batch read, a commit while serving, a killed task (its job runs
+again and only its executor registers again), then SIGTERM ends it all.
 """
 from __future__ import annotations
 
@@ -232,12 +232,13 @@ def test_a_killed_task_is_replaced_and_registers_again(wh, served, client):
         st = _status(wh)
         pids = [e.info.pid for e in st.executors]
         if (all(e.info.alive and e.info.snapshot_id > 0 for e in st.executors) and victim.pid not in pids
-                and all(e.info.restarts >= 1 for e in st.executors)):
+                and st.executors[1].info.restarts >= 1):
             break
         assert time.monotonic() < deadline, f"executors did not come back: {st}\n{served.log()}"
         time.sleep(0.5)
-    # The barrier stage failed as a whole: both executors are new Spark tasks, registered under their index.
-    assert all(e.info.instance_id != b.info.instance_id for e, b in zip(st.executors, before.executors))
+    # One job per executor: only the killed one is a new task (registered under its index); the other lived on.
+    assert st.executors[1].info.instance_id != victim.instance_id and st.executors[1].info.restarts >= 1
+    assert st.executors[0].info.instance_id == before.executors[0].info.instance_id
     _check_against_batch_read(wh, client)
     assert served.proc.poll() is None
 
@@ -302,7 +303,7 @@ def test_a_job_that_cannot_start_ends_serve_with_the_reason(wh, tmp_path):
     assert proc.returncode == 1, err[-3000:]
     last = err.strip().splitlines()[-1]
     assert "failed 5 times in a row" in last and "ImportError: pypaimon is broken on this worker" in last, last
-    assert err.count("resubmitting it") == 5
+    assert err.count("resubmitting it") >= 5
     deadline = time.monotonic() + 15
     while _session_pids(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)

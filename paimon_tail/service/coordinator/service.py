@@ -30,10 +30,11 @@ import grpc
 from ...catalog import CatalogConfig, open_table
 from ...errors import ServiceError, UsageError
 from ...storage.retry import StorageHealth
-from ..executor.runner import ExecutorSpec, advertised
+from ..executor.runner import ExecutorSpec
 from ..keys.routing import check_supported
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
+from ..protocol.addresses import NoAddress, advertised
 from ..protocol.security import Security, add_port, is_loopback, server_options
 from .assignment import default_channels
 from .launcher import ExecutorLauncher, LocalProcesses
@@ -61,7 +62,7 @@ class ServeOptions:
     channels: Optional[int] = None  # routing channels (default max(16, executors))
     host: str = "127.0.0.1"
     port: int = 0
-    advertise: str = ""  # the address written to the registration ("" = host:port, the FQDN for 0.0.0.0)
+    advertise: str = ""  # the address written to the registration ("" = host:port; 0.0.0.0: protocol/addresses.py)
     local_dir: Optional[str] = None
     security: Security = field(default_factory=Security)
     lease_seconds: float = 10.0
@@ -105,14 +106,15 @@ class QueryService:
         self.tables: Dict[str, object] = {}
         self.scanners: Dict[str, TableScanner] = {}
         self.health: Dict[str, StorageHealth] = {name: StorageHealth() for name in options.tables}
-        self.registry = Registry(self.num_executors, list(options.tables), self.channels, options.heartbeat_timeout,
-                                 self.service_id, options.catalog.warehouse_id,
-                                 (options.max_batch_keys, options.max_message_bytes))
-        self.registry.on_join.append(self._joined)
-        self.registry.on_assignment.append(self._reassigned)
         self.launcher: Optional[ExecutorLauncher] = options.launcher
         if self.launcher is None and self.num_executors:
             self.launcher = LocalProcesses()
+        self.registry = Registry(self.num_executors, list(options.tables), self.channels, options.heartbeat_timeout,
+                                 self.service_id, options.catalog.warehouse_id,
+                                 (options.max_batch_keys, options.max_message_bytes),
+                                 keep_slots=self.launcher is None or self.launcher.keeps_slots)
+        self.registry.on_join.append(self._joined)
+        self.registry.on_assignment.append(self._reassigned)
         self.server: Optional[grpc.aio.Server] = None
         self.address = ""
         self.local_dir = ""
@@ -188,8 +190,12 @@ class QueryService:
             raise ServiceError(f"cannot listen on {o.host}:{o.port}: {e}") from None
         if not port:
             raise ServiceError(f"cannot listen on {o.host}:{o.port}")
+        try:
+            self.address = advertised(o.host, port, o.advertise)
+        except NoAddress as e:
+            raise ServiceError(f"cannot tell clients and executors where to dial --host {o.host}: {e}",
+                               hint="give --advertise HOST (an address the others reach this machine at)") from None
         await self.server.start()
-        self.address = advertised(o.host, port, o.advertise)
         for name, table in self.tables.items():
             scanner = TableScanner(name, table, self.registry, self.health[name], o.poll_interval)
             self.scanners[name] = scanner
@@ -204,17 +210,18 @@ class QueryService:
     # -- executors ----------------------------------------------------------------------------------------
     def executor_spec(self, index: int) -> ExecutorSpec:
         """What slot ``index``'s executor needs. A local process dials the coordinator on this machine and
-        shares serve's --local-dir; one the launcher runs elsewhere (``launcher.description != "local"``) dials
-        the advertised address, binds every interface unless serve is on loopback, and keeps a private temp
-        dir on its machine unless --local-dir names a path there."""
+        shares serve's --local-dir; one the launcher runs elsewhere (``launcher.description != "local"``) gets the
+        catalog with its warehouse made absolute here, dials the advertised address, binds loopback when serve
+        does and otherwise an address of its machine (the launcher narrows "0.0.0.0" down: a Spark task takes
+        its worker's), and keeps a private temp dir on its machine unless --local-dir names a path there."""
         o = self.options
         local = self.launcher is None or isinstance(self.launcher, LocalProcesses)
         if local:
             return ExecutorSpec(catalog=o.catalog, coordinator=self._local_address(), local_dir=self.local_dir,
                                 index=index, host=o.host, security=o.security,
                                 max_message_bytes=o.max_message_bytes)
-        return ExecutorSpec(catalog=o.catalog, coordinator=self.address, local_dir=o.local_dir or "", index=index,
-                            host=o.host if is_loopback(o.host) else "0.0.0.0", security=o.security, rejoin=True,
+        return ExecutorSpec(catalog=o.catalog.resolved(), coordinator=self.address, local_dir=o.local_dir or "",
+                            index=index, host=o.host if is_loopback(o.host) else "0.0.0.0", security=o.security, rejoin=True,
                             max_message_bytes=o.max_message_bytes, tag=f"{self.service_id[:10]}-{index}")
 
     def _local_address(self) -> str:
@@ -247,7 +254,7 @@ class QueryService:
         while True:
             await asyncio.sleep(0.2)
             for member in self.registry.silent(o.executor_timeout):
-                if not member.slot:  # a joined executor fell silent: its channels move to the others
+                if not member.slot or not self.registry.keep_slots:  # its channels move to the others
                     log.warning("executor %d at %s sent no heartbeat for %.1fs: dropping it", member.index,
                                 member.address, time.monotonic() - member.last_heartbeat)
                     member.end()

@@ -29,6 +29,7 @@ import grpc
 from ..protocol import PROTOCOL_VERSION
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
+from ..protocol.addresses import NoAddress, advertised, split_host_port
 from ..protocol.security import Security, add_port, make_channel, server_options
 from .mirror import partition_path
 from .servicer import ExecutorServicer
@@ -51,27 +52,12 @@ class ExecutorSpec:
     index: int = -1  # serve's own executors: their slot; -1: any (joined executors)
     host: str = "127.0.0.1"  # bind address of ExecutorService
     port: int = 0
-    advertise: str = ""  # what clients dial ("" = host:port, the machine's FQDN for 0.0.0.0)
+    advertise: str = ""  # what clients dial ("" = host:port; for 0.0.0.0 see protocol/addresses.py)
     security: Security = field(default_factory=Security)
     rejoin: bool = False  # dial again when the call breaks (instead of ending)
     orphan_timeout: float = 30.0  # ... for at most this long
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     tag: str = ""  # names its private temp dir: a replacement with the same tag removes what a killed one left
-
-
-def advertised(host: str, port: int, advertise: str = "") -> str:
-    """The address clients dial: ``advertise`` (a port added when it has none), else the bind address (the
-    machine's FQDN for a wildcard)."""
-    if advertise:
-        if advertise.startswith("["):
-            return advertise if "]:" in advertise else f"{advertise}:{port}"
-        return advertise if advertise.count(":") == 1 else (f"[{advertise}]:{port}" if ":" in advertise
-                                                             else f"{advertise}:{port}")
-    if host in ("0.0.0.0", "::", "[::]", ""):
-        host = socket.getfqdn()
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"{host}:{port}"
 
 
 class Executor:
@@ -130,9 +116,13 @@ class Executor:
 
         def open_all():
             os.makedirs(root, mode=0o700, exist_ok=True)
-            catalog = self.spec.catalog.open()
-            return {name: TableState(name, open_table(name, catalog), os.path.join(root, name))
-                    for name in welcome.tables}
+            try:
+                catalog = self.spec.catalog.open()
+                return {name: TableState(name, open_table(name, catalog), os.path.join(root, name))
+                        for name in welcome.tables}
+            except BaseException:  # (a warehouse this machine cannot open) nothing of ours stays in --local-dir
+                shutil.rmtree(root, ignore_errors=True)
+                raise
 
         tables = await asyncio.to_thread(open_all)
         old_root, self.root = self.root, root
@@ -287,8 +277,12 @@ class Executor:
             why = "the address is in use or not on this machine"
         if not port:
             raise JoinRefused(f"cannot listen on {spec.host}:{spec.port}: {why}")
+        try:  # (run() stops the server when this raises)
+            self.address = advertised(spec.host, port, spec.advertise, toward=split_host_port(spec.coordinator)[0])
+        except NoAddress as e:
+            raise JoinRefused(f"cannot tell clients where to dial this executor (--host {spec.host}): {e}; "
+                              "give --advertise HOST") from None
         await self.server.start()
-        self.address = advertised(spec.host, port, spec.advertise)
 
     async def run(self) -> None:
         """Serve until the service says stop, ``stop()`` is called, or (see ``ExecutorSpec.rejoin``) the service is
@@ -376,4 +370,4 @@ def run_executor(spec: ExecutorSpec) -> str:
             shutil.rmtree(own_dir, ignore_errors=True)
 
 
-__all__ = ["Executor", "ExecutorSpec", "JoinRefused", "advertised", "executor_main", "run_executor"]
+__all__ = ["Executor", "ExecutorSpec", "JoinRefused", "executor_main", "run_executor"]

@@ -95,6 +95,9 @@ def check_can_listen(host: str, port: int) -> None:
 class QueryService:
     def __init__(self, options: ServeOptions) -> None:
         self.options = options
+        # A relative warehouse made absolute once: file paths in the change stream, and the catalog executors
+        # open in other directories (a Spark task runs in its worker's), then name the same files.
+        self.catalog = options.catalog.resolved()
         self.num_executors = default_executors() if options.executors is None else options.executors
         if self.num_executors < 0:
             raise UsageError("--executors must be at least 0")
@@ -130,7 +133,7 @@ class QueryService:
 
     # -- start --------------------------------------------------------------------------------------------
     def _open_tables(self) -> None:
-        catalog = self.options.catalog.open()
+        catalog = self.catalog.open()
         for name in self.options.tables:
             table = open_table(name, catalog)
             check_supported(table)
@@ -210,17 +213,17 @@ class QueryService:
     # -- executors ----------------------------------------------------------------------------------------
     def executor_spec(self, index: int) -> ExecutorSpec:
         """What slot ``index``'s executor needs. A local process dials the coordinator on this machine and
-        shares serve's --local-dir; one the launcher runs elsewhere (``launcher.description != "local"``) gets the
-        catalog with its warehouse made absolute here, dials the advertised address, binds loopback when serve
-        does and otherwise an address of its machine (the launcher narrows "0.0.0.0" down: a Spark task takes
-        its worker's), and keeps a private temp dir on its machine unless --local-dir names a path there."""
+        shares serve's --local-dir; one the launcher runs elsewhere (``launcher.description != "local"``) dials
+        the advertised address, binds loopback when serve does and otherwise an address of its machine (the
+        launcher narrows "0.0.0.0" down: a Spark task takes its worker's), and keeps a private temp dir on its
+        machine unless --local-dir names a path there. Both get the catalog with its warehouse absolute."""
         o = self.options
         local = self.launcher is None or isinstance(self.launcher, LocalProcesses)
         if local:
-            return ExecutorSpec(catalog=o.catalog, coordinator=self._local_address(), local_dir=self.local_dir,
+            return ExecutorSpec(catalog=self.catalog, coordinator=self._local_address(), local_dir=self.local_dir,
                                 index=index, host=o.host, security=o.security,
                                 max_message_bytes=o.max_message_bytes)
-        return ExecutorSpec(catalog=o.catalog.resolved(), coordinator=self.address, local_dir=o.local_dir or "",
+        return ExecutorSpec(catalog=self.catalog, coordinator=self.address, local_dir=o.local_dir or "",
                             index=index, host=o.host if is_loopback(o.host) else "0.0.0.0", security=o.security, rejoin=True,
                             max_message_bytes=o.max_message_bytes, tag=f"{self.service_id[:10]}-{index}")
 

@@ -247,15 +247,14 @@ class SparkExecutors(ExecutorLauncher):
                     return
             self._stopping.wait(min(backoff, 10.0))
 
-    def _running_tasks(self, index: int) -> int:
-        tracker = self.session.sparkContext.statusTracker()
-        running = 0
-        for job in tracker.getJobIdsForGroup(f"{self.group}-{index}"):
-            info = tracker.getJobInfo(job)
-            for stage in (info.stageIds if info is not None else ()):
-                stage_info = tracker.getStageInfo(stage)
-                running += stage_info.numActiveTasks if stage_info is not None else 0
-        return running
+    def task_slots(self) -> Optional[int]:
+        """How many tasks the application can run at once now (what Spark's own barrier check asks), or None."""
+        try:
+            jsc = self.session.sparkContext._jsc.sc()
+            return int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
+        except Exception as e:  # noqa: BLE001 - a Spark internal (private[spark]): say less rather than fail
+            log.debug("could not ask Spark for its task slots: %s", e)
+            return None
 
     def _check_started(self, registry, now: float) -> None:
         """Every slot's first executor must join within ``start_timeout``; say why one did not."""
@@ -265,17 +264,16 @@ class SparkExecutors(ExecutorLauncher):
             return
         if now - self._started < self.start_timeout:
             return
-        n, address = len(self._specs), self._specs[0].coordinator
-        without_core = [i for i in waiting if not self._running_tasks(i)]
-        if without_core:
+        n, address, within = len(self._specs), self._specs[0].coordinator, f"{self.start_timeout:.0f}s"
+        slots = self.task_slots()
+        if slots is not None and slots < n:
             self.error = RuntimeError(
-                f"only {n - len(without_core)} of {n} executor tasks started within {self.start_timeout:.0f}s: "
-                f"the Spark application has fewer free task slots (cores) than --executors {n} (give it more "
-                "cores, or fewer --executors)")
+                f"only {n - len(waiting)} of {n} executor tasks started within {within}: the Spark application "
+                f"has {slots} task slot(s) (cores) for --executors {n} (give it more cores, or fewer --executors)")
         else:
             self.error = RuntimeError(
-                f"executor task {waiting[0]} runs but did not join the service at {address} within "
-                f"{self.start_timeout:.0f}s (can the Spark workers reach that address? see serve --host)")
+                f"executor task(s) {', '.join(map(str, waiting))} did not join the service at {address} within "
+                f"{within} (can the Spark workers reach that address? see serve --host; or are its cores busy?)")
 
     def supervise(self, registry, timeout: float) -> None:
         """Says when an executor is lost (the service moves its channels); at the start, ends the service with

@@ -197,7 +197,7 @@ class QueryService:
             self.address = advertised(o.host, port, o.advertise)
         except NoAddress as e:
             raise ServiceError(f"cannot tell clients and executors where to dial --host {o.host}: {e}",
-                               hint="give --advertise HOST (an address the others reach this machine at)") from None
+                               hint="give --advertise with an address the others reach this machine at") from None
         await self.server.start()
         for name, table in self.tables.items():
             scanner = TableScanner(name, table, self.registry, self.health[name], o.poll_interval)

@@ -43,7 +43,7 @@ def route_address(toward: str) -> Optional[str]:
     return None
 
 
-def _resolves_beyond_loopback(name: str) -> bool:
+def resolves_beyond_loopback(name: str) -> bool:
     try:
         infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
@@ -59,7 +59,7 @@ def reachable_host(toward: str = "") -> str:
         if mine is not None and (not is_loopback(mine) or is_loopback(toward)):
             return mine  # a loopback peer reaches us on loopback
     fqdn = socket.getfqdn()
-    if fqdn and not is_loopback(fqdn) and _resolves_beyond_loopback(fqdn):
+    if fqdn and not is_loopback(fqdn) and resolves_beyond_loopback(fqdn):
         return fqdn
     for probe in ("10.255.255.255", "fd00::1"):  # the default route's source address
         mine = route_address(probe)
@@ -89,5 +89,6 @@ def advertised(host: str, port: int, advertise: str = "", toward: str = "") -> s
     return f"{host}:{port}"
 
 
-__all__ = ["NoAddress", "WILDCARDS", "advertised", "reachable_host", "route_address", "spark_local_ip",
+__all__ = ["NoAddress", "WILDCARDS", "advertised", "reachable_host", "resolves_beyond_loopback", "route_address",
+           "spark_local_ip",
            "split_host_port"]

@@ -275,6 +275,24 @@ def test_spark_options_need_spark(tmp_path):
     assert out.returncode == 2 and "routable --host" in out.stderr
 
 
+def test_a_task_binds_and_advertises_its_workers_address(monkeypatch):
+    """serve on a routable --host gives tasks "0.0.0.0": a task narrows it to the address its worker was given
+    (SPARK_LOCAL_IP), else its address on the route to the coordinator; a loopback serve keeps loopback."""
+    from paimon_tail.service.executor.runner import ExecutorSpec
+    from paimon_tail.spark.service_job import task_host
+
+    spec = ExecutorSpec(catalog=catalog_config("/wh"), coordinator="127.0.0.1:7700", local_dir="", host="0.0.0.0")
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.3")
+    assert task_host(spec) == "127.0.0.3"
+    monkeypatch.setenv("SPARK_LOCAL_IP", "0.0.0.0")  # a wildcard says nothing: the route to the coordinator
+    assert task_host(spec) == "127.0.0.1"
+    monkeypatch.delenv("SPARK_LOCAL_IP")
+    assert task_host(spec) == "127.0.0.1"
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.3")
+    assert task_host(ExecutorSpec(catalog=spec.catalog, coordinator=spec.coordinator, local_dir="",
+                                  host="127.0.0.1")) == "127.0.0.1"
+
+
 def test_a_job_that_cannot_start_ends_serve_with_the_reason(wh, tmp_path):
     """Workers without a working paimon-tail: the job is resubmitted with backoff, then serve gives up with the
     task's Python error (exit 1) and leaves nothing running."""

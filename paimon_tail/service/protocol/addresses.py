@@ -90,5 +90,4 @@ def advertised(host: str, port: int, advertise: str = "", toward: str = "") -> s
 
 
 __all__ = ["NoAddress", "WILDCARDS", "advertised", "reachable_host", "resolves_beyond_loopback", "route_address",
-           "spark_local_ip",
-           "split_host_port"]
+           "spark_local_ip", "split_host_port"]

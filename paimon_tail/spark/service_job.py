@@ -17,9 +17,9 @@ executors from local ones.
   soon as a core is free, taking its share back. A task that fails (its executor ended, its Python worker died)
   is retried by Spark (``spark.task.maxFailures``); a job that failed for good is resubmitted by its thread
   (backoff 1-10 s; ``MAX_QUICK_FAILURES`` failures in a row that each lasted less than a minute end ``serve``).
-* At the start every task must join within ``start_timeout``: a task still waiting for a core then means the
-  application has fewer free task slots than executors, and ``serve`` ends with that one line instead of
-  waiting forever.
+* At the start every task must join within ``start_timeout``; otherwise ``serve`` ends with one line instead of
+  waiting forever: fewer task slots than executors (Spark's own count, as its barrier check), or the tasks
+  that did not join and the address they dial.
 * A task whose executor ends for any reason but the service's "stop" raises, so Spark runs it again.
 * Stopping: the service sends ``Stop`` to every executor (tasks return, the jobs end), then the launcher cancels
   its job groups (``interruptOnCancel``) in case a task is stuck and stops the SparkSession it created.
@@ -277,8 +277,9 @@ class SparkExecutors(ExecutorLauncher):
 
     def supervise(self, registry, timeout: float) -> None:
         """Says when an executor is lost (the service moves its channels); at the start, ends the service with
-        the reason when not every task could start. An executor that falls silent while its task lives (a hang,
-        SIGSTOP) was dropped by the service: its job is cancelled and resubmitted, at most once per 30 s."""
+        the reason when not every task could start. An executor silent for ``timeout`` while its task may live
+        (a hang, SIGSTOP, a cut network), which the service drops next, gets its job cancelled and resubmitted,
+        at most once per 30 s."""
         now = time.monotonic()
         if not self._all_joined:
             self._check_started(registry, now)
@@ -287,8 +288,8 @@ class SparkExecutors(ExecutorLauncher):
             log.warning("executor %d is gone: its channels move to the other executors; Spark starts its task "
                         "again when a core is free", index)
         self._present = present
-        for member in registry.silent(max(10.0, 3 * timeout), now):
-            if member.slot and now - self._last_restart.get(member.index, 0.0) > 30.0:
+        for member in registry.silent(timeout, now):
+            if member.slot and not member.gone and now - self._last_restart.get(member.index, 0.0) > 30.0:
                 self._last_restart[member.index] = now
                 self.restarts += 1
                 reason = f"executor {member.index} sent no heartbeat for {now - member.last_heartbeat:.1f}s"

@@ -256,15 +256,15 @@ class QueryService:
         o = self.options
         while True:
             await asyncio.sleep(0.2)
-            for member in self.registry.silent(o.executor_timeout):
-                if not member.slot or not self.registry.keep_slots:  # its channels move to the others
-                    log.warning("executor %d at %s sent no heartbeat for %.1fs: dropping it", member.index,
-                                member.address, time.monotonic() - member.last_heartbeat)
-                    member.end()
-            if self.launcher is not None:
+            if self.launcher is not None:  # first: it sees its silent executors before they are dropped below
                 self.launcher.supervise(self.registry, o.executor_timeout)
                 if self.launcher.error is not None:
                     raise ServiceError(f"{self.launcher.description} executors failed: {self.launcher.error}")
+            for member in self.registry.silent(o.executor_timeout):
+                if not member.gone and (not member.slot or not self.registry.keep_slots):  # channels move
+                    log.warning("executor %d at %s sent no heartbeat for %.1fs: dropping it", member.index,
+                                member.address, time.monotonic() - member.last_heartbeat)
+                    member.end()
             for name, scanner in self.scanners.items():
                 if scanner.error is not None:
                     raise ServiceError(f"scanner for {name} failed: {scanner.error}")

@@ -7,7 +7,8 @@ In file order: lookups (``LookupClient`` and ``paimon-tail lookup``) equal pypai
 being tasks on both workers; one worker killed with its executor and Python workers (a lost machine): lookups
 recover within 10 s, still right, the surviving executor serving every channel, and a commit after the kill is
 seen with ``min_snapshot``; a new worker: the lost executor's task starts there, cleans what the killed one left
-and takes its share back; SIGTERM ends it all, nothing left behind. Slow (~1.5 min on 2 shared cores).
+and takes its share back; a frozen worker is dropped and comes back; SIGTERM ends it all, nothing left behind.
+Slow (~1 min on 2 shared cores).
 """
 from __future__ import annotations
 
@@ -197,15 +198,51 @@ def test_a_new_worker_brings_the_lost_executor_back(wh, served, client, cluster)
     lost = [e.info.index for e in st.executors if not e.info.alive]
     assert len(lost) == 1
     cluster.add_worker()
-    deadline = time.monotonic() + 120
-    while True:  # Spark starts the waiting task on the new worker; it joins and takes its share back
-        st = _status(wh)
-        if all(e.info.alive and len(e.channels) == st.channels // 2 for e in st.executors):
-            break
-        assert time.monotonic() < deadline, f"the lost executor did not come back: {st}\n{served.log()}"
-        time.sleep(0.5)
+    _both_serving(wh, 120, served)  # Spark starts the waiting task on the new worker; it takes its share back
     _check(wh, client)
     assert len(_tag_dirs(served)) == 2  # the new task removed what the killed one left on this machine
+
+
+def _both_serving(wh, timeout: float, served) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        st = _status(wh)
+        if all(e.info.alive and len(e.channels) == st.channels // 2 for e in st.executors):
+            return
+        assert time.monotonic() < deadline, f"the executors did not share the channels again: {st}\n{served.log()}"
+        time.sleep(0.5)
+
+
+def test_a_frozen_worker_is_dropped_and_comes_back(wh, served, client, cluster):
+    """A worker that stops answering without closing its sockets (SIGSTOP of every process of its session: the
+    worker, its executor JVM, its Python workers, which PySpark puts in process groups of their own; a hung
+    machine, a cut network): no heartbeat for 3 s, its executor's channels move, lookups are right again within
+    10 s; thawed, its executor joins its slot again and takes its share back."""
+    st = client.status_sync()
+    frozen_pid = {e.info.index: e.info.pid for e in st.executors}
+    worker = next(w for w in cluster.worker_procs[1:] if w.alive() and any(
+        p in _session_pids(w.proc.pid) for p in frozen_pid.values()))
+    frozen = next(i for i, p in frozen_pid.items() if p in _session_pids(worker.proc.pid))
+    def signal_all(sig: int) -> None:
+        for pid in _session_pids(worker.proc.pid):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    signal_all(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        _check(wh, client)
+        recovered = time.monotonic() - t0
+        print(f"lookups right again {recovered:.1f}s after the worker froze")
+        assert recovered < RECOVERY
+        info = {e.info.index: e for e in client.status_sync().executors}
+        assert sorted(info[1 - frozen].channels) == list(range(len(info[0].channels) + len(info[1].channels)))
+    finally:
+        signal_all(signal.SIGCONT)
+    _both_serving(wh, 120, served)
+    _check(wh, client)
 
 
 def test_sigterm_ends_serve_and_its_jobs(wh, served):

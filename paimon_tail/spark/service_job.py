@@ -145,9 +145,6 @@ class SparkExecutors(ExecutorLauncher):
     def _master(self) -> str:
         return self.master or self.conf.get("spark.master") or os.environ.get("MASTER", "")
 
-    def _local(self) -> bool:
-        return master_hosts(self._master()) == []
-
     def on_loopback(self) -> bool:
         """Every worker is on this machine's loopback (a local master, or a standalone master on loopback)."""
         from ..service.protocol.security import is_loopback
@@ -172,11 +169,11 @@ class SparkExecutors(ExecutorLauncher):
         from ..service.protocol.security import is_loopback
 
         conf = dict(self.conf)
-        if self._local():
-            # Python workers on this machine must see paimon-tail and pypaimon: the serving interpreter.
-            # (SparkContext takes the worker interpreter from PYSPARK_PYTHON, not from the conf, in local mode.)
-            if "spark.pyspark.python" in conf:
-                os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+        # A SparkContext made from Python takes its workers' interpreter from PYSPARK_PYTHON, not from the conf
+        # (spark-submit turns the conf into that variable; we are not started by spark-submit).
+        if "spark.pyspark.python" in conf:
+            os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+        if self.on_loopback():  # workers on this machine: the serving interpreter sees paimon-tail and pypaimon
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if self.on_loopback() and is_loopback(self.host):
             conf.setdefault("spark.driver.host", "127.0.0.1")  # executors on loopback reach the driver there

@@ -68,11 +68,10 @@ def wh(cwd) -> Warehouse:
 
 class ClusterServe:
     """``paimon-tail serve db.orders -w wh --spark --master spark://127.0.0.1:PORT --host 127.0.0.1`` in ``cwd``,
-    in its own session."""
+    in its own session; the workers' Python given as a user would, with ``spark.pyspark.python``."""
 
     def __init__(self, cluster: StandaloneCluster, cwd) -> None:
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-        env.pop("PAIMON_TAIL_TOKEN", None)
+        env = {k: v for k, v in os.environ.items() if k not in ("PAIMON_TAIL_TOKEN", "PYSPARK_PYTHON")}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "paimon_tail", "serve", "db.orders", "-w", "wh", "--spark",
              "--master", cluster.master_url, "--host", "127.0.0.1", "--executors", "2",

@@ -270,7 +270,8 @@ class SparkExecutors(ExecutorLauncher):
         else:
             self.error = RuntimeError(
                 f"executor task(s) {', '.join(map(str, waiting))} did not join the service at {address} within "
-                f"{within} (can the Spark workers reach that address? see serve --host; or are its cores busy?)")
+                f"{within} (can the Spark workers reach that address? see serve --host; or are the application's "
+                "cores busy?)")
 
     def supervise(self, registry, timeout: float) -> None:
         """Says when an executor is lost (the service moves its channels); at the start, ends the service with

@@ -365,5 +365,5 @@ def test_tasks_that_cannot_reach_the_service_are_one_line(wh):
     """Tasks that run but cannot dial the coordinator (here: an --advertise nothing listens on) are named."""
     last = _serve_fails(wh, "--master", "local[2]", "--advertise", "127.0.0.1:1")
     assert last == ("paimon-tail: Spark executors failed: executor task(s) 0, 1 did not join the service at "
-                    "127.0.0.1:1 within 5s (can the Spark workers reach that address? see serve --host; or are its "
-                    "cores busy?)"), last
+                    "127.0.0.1:1 within 5s (can the Spark workers reach that address? see serve --host; or are the "
+                    "application's cores busy?)"), last

@@ -238,8 +238,10 @@ class Executor:
             except JoinRefused:
                 raise
             except Exception as e:  # applying a message failed: the service's full state starts us over
-                log.exception("executor %d failed to apply a change", self.index)
                 self.stop_reason = f"failed to apply a change: {type(e).__name__}: {e}"
+                if self.announce is None:  # (the executor command prints the reason as its last line)
+                    log.error("executor %d %s", self.index, self.stop_reason,
+                              exc_info=log.isEnabledFor(logging.DEBUG))
                 return
             if self._joined:
                 last_ok, delay, said = time.monotonic(), 0.2, False

@@ -306,37 +306,20 @@ def test_a_job_that_cannot_start_ends_serve_with_the_reason(wh, tmp_path):
     python = tmp_path / "python"
     python.write_text(f'#!/bin/sh\nPYTHONPATH="{fake}:$PYTHONPATH" exec "{sys.executable}" "$@"\n')
     python.chmod(0o755)
-    env = dict(os.environ, PYSPARK_PYTHON=str(python))
-    env.pop("PAIMON_TAIL_TOKEN", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "paimon_tail", "serve", "db.orders", "--warehouse", wh.path, "--executors", "2",
-         "--spark", "--master", "local[2]", "--spark-conf", "spark.ui.enabled=false",
-         "--spark-conf", "spark.driver.host=127.0.0.1", "--spark-conf", "spark.driver.bindAddress=127.0.0.1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-    try:
-        _, err = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise
-    assert proc.returncode == 1, err[-3000:]
+    err = _serve_fails(wh, "--master", "local[2]", python=str(python))
     last = err.strip().splitlines()[-1]
     assert "failed 5 times in a row" in last and "ImportError: pypaimon is broken on this worker" in last, last
     assert err.count("resubmitting it") >= 5
-    deadline = time.monotonic() + 15
-    while _session_pids(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _session_pids(proc.pid)
-    assert not list((Path(wh.path) / "db.db" / "orders" / "service").glob("service-*"))
 
 
-def _serve_fails(wh, *extra: str) -> str:
-    """Run ``serve --spark`` expecting it to give up: exit 1, the reason as its last line, nothing left running;
-    returns that line."""
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+def _serve_fails(wh, *extra: str, python: str = sys.executable) -> str:
+    """Run ``serve --spark`` expecting it to give up: exit 1, nothing left running (no process of its session, no
+    registration); returns its stderr (in local mode with Spark's own ERROR lines: a failed task's traceback)."""
+    env = dict(os.environ, PYSPARK_PYTHON=python)
     env.pop("PAIMON_TAIL_TOKEN", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "paimon_tail", "serve", "db.orders", "--warehouse", wh.path, "--executors", "2",
-         "--spark", "--spark-start-timeout", "5", "--spark-conf", "spark.ui.enabled=false", *extra],
+         "--spark", "--spark-conf", "spark.ui.enabled=false", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
         _, err = proc.communicate(timeout=120)
@@ -344,26 +327,29 @@ def _serve_fails(wh, *extra: str) -> str:
         os.killpg(proc.pid, signal.SIGKILL)
         raise
     assert proc.returncode == 1, err[-3000:]
-    assert "Traceback" not in err and "collectAndServe" not in err, err[-3000:]
     deadline = time.monotonic() + 15
     while _session_pids(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _session_pids(proc.pid)
     assert not list((Path(wh.path) / "db.db" / "orders" / "service").glob("service-*"))
-    return err.strip().splitlines()[-1]
+    return err
 
 
 def test_fewer_cores_than_executors_is_one_line(wh):
     """Two executors on one core: the second task never starts. After --spark-start-timeout serve says so in one
     line (exit 1) instead of waiting at "loading…"."""
-    assert _serve_fails(wh, "--master", "local[1]") == (
+    err = _serve_fails(wh, "--master", "local[1]", "--spark-start-timeout", "5")
+    assert "Traceback" not in err and "collectAndServe" not in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == (
         "paimon-tail: Spark executors failed: only 1 of 2 executor tasks started within 5s: the Spark application "
         "has 1 task slot(s) (cores) for --executors 2 (give it more cores, or fewer --executors)")
 
 
 def test_tasks_that_cannot_reach_the_service_are_one_line(wh):
     """Tasks that run but cannot dial the coordinator (here: an --advertise nothing listens on) are named."""
-    last = _serve_fails(wh, "--master", "local[2]", "--advertise", "127.0.0.1:1")
+    err = _serve_fails(wh, "--master", "local[2]", "--advertise", "127.0.0.1:1", "--spark-start-timeout", "5")
+    assert "Traceback" not in err and "collectAndServe" not in err, err[-3000:]
+    last = err.strip().splitlines()[-1]
     assert last == ("paimon-tail: Spark executors failed: executor task(s) 0, 1 did not join the service at "
                     "127.0.0.1:1 within 5s (can the Spark workers reach that address? see serve --host; or are the "
                     "application's cores busy?)"), last

@@ -145,10 +145,9 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
     import os
     import shutil
     import signal
-    import tempfile
 
     from ..errors import ServiceError
-    from ..service.executor.runner import Executor, ExecutorSpec, JoinRefused
+    from ..service.executor.runner import Executor, ExecutorSpec, JoinRefused, private_dir
     from ..service.protocol.security import is_loopback
 
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
@@ -165,7 +164,7 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
     if local_dir:
         os.makedirs(local_dir, mode=0o700, exist_ok=True)
     else:
-        local_dir = own_dir = tempfile.mkdtemp(prefix="paimon-tail-executor-")
+        local_dir = own_dir = private_dir()
     spec = ExecutorSpec(catalog=catalog, coordinator=coordinator, local_dir=local_dir, host=host, port=port,
                         advertise=advertise, security=security, rejoin=True, orphan_timeout=orphan_timeout)
     executor = Executor(spec)

@@ -312,10 +312,10 @@ def test_a_job_that_cannot_start_ends_serve_with_the_reason(wh, tmp_path):
     assert err.count("resubmitting it") >= 5
 
 
-def _serve_fails(wh, *extra: str, python: str = sys.executable) -> str:
+def _serve_fails(wh, *extra: str, python: str = sys.executable, tmp: str = "") -> str:
     """Run ``serve --spark`` expecting it to give up: exit 1, nothing left running (no process of its session, no
     registration); returns its stderr (in local mode with Spark's own ERROR lines: a failed task's traceback)."""
-    env = dict(os.environ, PYSPARK_PYTHON=python)
+    env = dict(os.environ, PYSPARK_PYTHON=python, **({"TMPDIR": tmp} if tmp else {}))
     env.pop("PAIMON_TAIL_TOKEN", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "paimon_tail", "serve", "db.orders", "--warehouse", wh.path, "--executors", "2",
@@ -345,9 +345,21 @@ def test_fewer_cores_than_executors_is_one_line(wh):
         "has 1 task slot(s) (cores) for --executors 2 (give it more cores, or fewer --executors)")
 
 
-def test_tasks_that_cannot_reach_the_service_are_one_line(wh):
-    """Tasks that run but cannot dial the coordinator (here: an --advertise nothing listens on) are named."""
-    err = _serve_fails(wh, "--master", "local[2]", "--advertise", "127.0.0.1:1", "--spark-start-timeout", "5")
+def test_tasks_that_cannot_reach_the_service_are_one_line(wh, tmp_path, monkeypatch):
+    """Tasks that run but cannot dial the coordinator (here: an --advertise nothing listens on) are named. Their
+    tasks are cancelled (killed: no cleanup of theirs runs); the next executor on this machine removes the temp
+    dirs they left."""
+    import tempfile
+
+    from paimon_tail.service.executor.runner import private_dir
+
+    err = _serve_fails(wh, "--master", "local[2]", "--advertise", "127.0.0.1:1", "--spark-start-timeout", "5",
+                       tmp=str(tmp_path))
+    left = sorted(tmp_path.glob("paimon-tail-executor-*"))
+    assert len(left) == 2, left  # one per killed task
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    mine = private_dir("next")
+    assert sorted(tmp_path.glob("paimon-tail-executor-*")) == [Path(mine)], left
     assert "Traceback" not in err and "collectAndServe" not in err, err[-3000:]
     last = err.strip().splitlines()[-1]
     assert last == ("paimon-tail: Spark executors failed: executor task(s) 0, 1 did not join the service at "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 import socket
 import time
@@ -57,7 +58,7 @@ class ExecutorSpec:
     rejoin: bool = False  # dial again when the call breaks (instead of ending)
     orphan_timeout: float = 30.0  # ... for at most this long
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    tag: str = ""  # names its private temp dir: a replacement with the same tag removes what a killed one left
+    tag: str = ""  # names its private temp dir (with its pid: see private_dir)
 
 
 class Executor:
@@ -340,24 +341,51 @@ def executor_main(spec: ExecutorSpec) -> None:
         log.error("%s", e)
 
 
+_OWNER = re.compile(r"^paimon-tail-executor-(?:.*-)?pid(\d+)-[^-]*$")
+
+
+def _dead(pid: int) -> bool:
+    """No such process, or a zombie (a killed Spark worker's child, reparented, may wait long to be reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # someone else's
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def private_dir(tag: str = "") -> str:
+    """A new private temp dir for an executor's copies and stores, named by its pid (and ``tag``: its service and
+    slot). What executors killed on this machine left (SIGKILL, a cancelled Spark task: no cleanup of theirs
+    runs) goes first: every such dir whose pid is dead."""
+    import glob
+    import tempfile
+
+    root = tempfile.gettempdir()
+    for stale in glob.glob(os.path.join(root, "paimon-tail-executor-*")):
+        m = _OWNER.match(os.path.basename(stale))
+        if m is not None and _dead(int(m.group(1))):
+            shutil.rmtree(stale, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"paimon-tail-executor-{tag + '-' if tag else ''}pid{os.getpid()}-")
+
+
 def run_executor(spec: ExecutorSpec) -> str:
     """Run an executor that is not one of serve's local processes (a Spark task, ``paimon-tail executor``) until
     the service stops it; returns why it ended: ``"stopped"`` (the service said so), otherwise a reason.
 
-    ``spec.local_dir`` empty: a private temp dir on this machine, removed at the end. Raises ``JoinRefused``.
+    ``spec.local_dir`` empty: a private temp dir on this machine (``private_dir``), removed at the end. Raises
+    ``JoinRefused``.
     """
-    import tempfile
     from dataclasses import replace
 
     own_dir = None
     if not spec.local_dir:
-        prefix = f"paimon-tail-executor-{spec.tag}-" if spec.tag else "paimon-tail-executor-"
-        if spec.tag:
-            import glob
-
-            for stale in glob.glob(os.path.join(tempfile.gettempdir(), prefix + "*")):
-                shutil.rmtree(stale, ignore_errors=True)
-        own_dir = tempfile.mkdtemp(prefix=prefix)
+        own_dir = private_dir(spec.tag)
         spec = replace(spec, local_dir=own_dir)
     else:
         os.makedirs(spec.local_dir, mode=0o700, exist_ok=True)
@@ -372,4 +400,4 @@ def run_executor(spec: ExecutorSpec) -> str:
             shutil.rmtree(own_dir, ignore_errors=True)
 
 
-__all__ = ["Executor", "ExecutorSpec", "JoinRefused", "executor_main", "run_executor"]
+__all__ = ["Executor", "ExecutorSpec", "JoinRefused", "executor_main", "private_dir", "run_executor"]

@@ -34,6 +34,14 @@ class CatalogConfig:
             return os.path.abspath(warehouse)
         return warehouse[len("file://"):] if warehouse.startswith("file://") else warehouse
 
+    def resolved(self) -> "CatalogConfig":
+        """These options for another process in another directory (a Spark task on a worker, which runs in its
+        own work directory): a relative local warehouse made absolute here."""
+        warehouse = self.warehouse
+        if not warehouse or "://" in warehouse or os.path.isabs(warehouse):
+            return self
+        return CatalogConfig({**self.options, "warehouse": os.path.abspath(warehouse)})
+
     def open(self):
         """Open the pypaimon catalog these options describe."""
         from pypaimon import CatalogFactory

@@ -22,7 +22,7 @@ from .common import catalog_options, run, security_from_options, security_option
               help="Address server port (0 = any free port).")
 @click.option("--advertise", metavar="HOST[:PORT]", default="",
               help="The address clients and executors dial, written to the registration [default: the bound "
-              "address; the machine's name for --host 0.0.0.0].")
+              "address; for --host 0.0.0.0 the machine's name, or its address when the name means loopback].")
 @click.option("--local-dir", type=click.Path(file_okay=False),
               help="Where executors keep file copies and indexes (default: a private temp dir, removed on exit).")
 @click.option("--lease", type=click.FloatRange(2, 3600), default=10.0, show_default=True,
@@ -33,14 +33,17 @@ from .common import catalog_options, run, security_from_options, security_option
 @click.option("--max-batch-keys", type=click.IntRange(1, 10_000_000), default=100_000, show_default=True)
 @click.option("--max-message-mb", type=click.IntRange(1, 2047), default=64, show_default=True)
 @click.option("--spark", "use_spark", is_flag=True,
-              help="Run the executors as the tasks of one Spark barrier job (this process is the driver).")
+              help="Run the executors as Spark tasks, one job each (this process is the driver).")
 @click.option("--master", metavar="URL", help="Spark master for --spark (default: Spark's own, e.g. local[*]).")
 @click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
               help="Spark setting for --spark (repeatable).")
+@click.option("--spark-start-timeout", type=click.FloatRange(1, 86400), default=120.0, show_default=True,
+              metavar="SECONDS", help="--spark: seconds for every executor task to start and join; then serve "
+              "ends with the reason (e.g. fewer free cores than --executors).")
 @security_options
 def serve(tables, catalog, executors, channels, host, port, advertise, local_dir, lease, poll_interval,
-          max_batch_keys, max_message_mb, use_spark, master, spark_conf, token_file, tls_cert, tls_key,
-          tls_ca) -> None:
+          max_batch_keys, max_message_mb, use_spark, master, spark_conf, spark_start_timeout, token_file, tls_cert,
+          tls_key, tls_ca) -> None:
     """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
     from ..service.coordinator.service import QueryService, ServeOptions
     from ..service.protocol.security import is_loopback
@@ -56,7 +59,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
     if use_spark:
         if executors == 0:
             raise UsageError("--spark needs at least one executor")
-        launcher = _spark_launcher(tables, master, spark_conf, host, executors)
+        launcher = _spark_launcher(tables, master, spark_conf, host, spark_start_timeout)
         executors = executors or 2
     if not is_loopback(host):
         click.echo(
@@ -108,15 +111,12 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
         raise KeyboardInterrupt  # after the clean stop: exit 130 like every command; SIGTERM is a normal stop (0)
 
 
-def _spark_launcher(tables, master, spark_conf, host, executors):
-    from ..service.protocol.security import is_loopback
+def _spark_launcher(tables, master, spark_conf, host, start_timeout):
     from ..spark.service_job import SparkExecutors, parse_conf
 
-    conf = parse_conf(spark_conf)
-    launcher = SparkExecutors(master=master, conf=conf, app_name=f"paimon-tail serve {' '.join(tables)}", host=host)
-    if not launcher._local() and is_loopback(host):
-        raise UsageError("--spark on a cluster needs a routable --host for the address server",
-                         hint="e.g. --host 0.0.0.0 with a token (PAIMON_TAIL_TOKEN) and TLS")
+    launcher = SparkExecutors(master=master, conf=parse_conf(spark_conf), host=host, start_timeout=start_timeout,
+                              app_name=f"paimon-tail serve {' '.join(tables)}")
+    launcher.check_host()  # a loopback --host only when every worker is on loopback too
     launcher.open_session()  # before gRPC starts any thread in this process
     return launcher
 
@@ -130,7 +130,8 @@ def _spark_launcher(tables, master, spark_conf, host, executors):
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="Port for lookups (0 = any free port).")
 @click.option("--advertise", metavar="HOST[:PORT]", default="",
-              help="The address clients dial [default: the bound address; the machine's name for --host 0.0.0.0].")
+              help="The address clients dial [default: the bound address; for --host 0.0.0.0 this machine's address "
+              "on the route to the service].")
 @click.option("--local-dir", type=click.Path(file_okay=False),
               help="Where file copies and indexes go (default: a private temp dir, removed on exit).")
 @click.option("--orphan-timeout", type=click.FloatRange(1, 86400), default=30.0, show_default=True,
@@ -144,10 +145,9 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
     import os
     import shutil
     import signal
-    import tempfile
 
     from ..errors import ServiceError
-    from ..service.executor.runner import Executor, ExecutorSpec, JoinRefused
+    from ..service.executor.runner import Executor, ExecutorSpec, JoinRefused, private_dir
     from ..service.protocol.security import is_loopback
 
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
@@ -164,7 +164,7 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
     if local_dir:
         os.makedirs(local_dir, mode=0o700, exist_ok=True)
     else:
-        local_dir = own_dir = tempfile.mkdtemp(prefix="paimon-tail-executor-")
+        local_dir = own_dir = private_dir()
     spec = ExecutorSpec(catalog=catalog, coordinator=coordinator, local_dir=local_dir, host=host, port=port,
                         advertise=advertise, security=security, rejoin=True, orphan_timeout=orphan_timeout)
     executor = Executor(spec)

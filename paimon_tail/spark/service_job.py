@@ -1,24 +1,28 @@
-"""``paimon-tail serve --spark``: the query service's executors as the long-lived tasks of one Spark job.
+"""``paimon-tail serve --spark``: the query service's executors as long-lived Spark tasks, one job each.
 
 The ``serve`` process is the Spark driver. It keeps the coordinator (address server, scanners, assignment) and
-submits one barrier job with N partitions (N = ``--executors``), one executor per task::
+submits, for each of its N executors (N = ``--executors``), a job of one task, from a thread of its own::
 
-    sc.parallelize(range(N), N).barrier().mapPartitions(run_executor_task).collect()
+    sc.parallelize([i], 1).mapPartitions(partial(run_executor_task, spec_i)).collect()   # job group <group>-i
 
 Every task runs the ordinary executor (``paimon_tail.service.executor.runner.run_executor``): its gRPC server bound
-to the task's host, and the one Join call to the coordinator that carries its heartbeats one way and its
-assignment and file changes the other, with the service's TLS and token. Clients cannot tell these executors
-from local ones.
+to its worker's address (``task_host``), and the one Join call to the coordinator that carries its heartbeats one
+way and its assignment and file changes the other, with the service's TLS and token. Clients cannot tell these
+executors from local ones.
 
-* Barrier mode starts all tasks together (the job needs N free slots) and fails the whole stage when one task
-  fails: the other tasks are killed, Spark retries the stage (``spark.stage.maxConsecutiveAttempts``) and, once
-  the job has failed for good, this launcher resubmits it (backoff 1-10 s; it gives up after
-  ``MAX_QUICK_FAILURES`` failures in a row that each lasted less than a minute). Re-submitted executors register
-  again under their index with a new instance id and get their full state.
-* A task whose executor ends for any reason but the service's "stop" raises, so a lone dead executor fails the
-  stage instead of leaving a hole.
-* Stopping: the service sends ``Stop`` to every executor (tasks return, the job ends), then the launcher cancels
-  its job group (``interruptOnCancel``) in case a task is stuck and stops the SparkSession it created.
+* One job per executor, not one barrier job: a lost worker costs only its own executor. Its Join call ends (or
+  its heartbeats stop), and the coordinator moves its channels to the executors that are up
+  (``ExecutorLauncher.keeps_slots`` is False: slots behave like joined executors); lookups retry meanwhile.
+  Spark reschedules the lost task by itself (an executor lost is not the task's failure) and it joins again as
+  soon as a core is free, taking its share back. A task that fails (its executor ended, its Python worker died)
+  is retried by Spark (``spark.task.maxFailures``); a job that failed for good is resubmitted by its thread
+  (backoff 1-10 s; ``MAX_QUICK_FAILURES`` failures in a row that each lasted less than a minute end ``serve``).
+* At the start every task must join within ``start_timeout``; otherwise ``serve`` ends with one line instead of
+  waiting forever: fewer task slots than executors (Spark's own count, as its barrier check), or the tasks
+  that did not join and the address they dial.
+* A task whose executor ends for any reason but the service's "stop" raises, so Spark runs it again.
+* Stopping: the service sends ``Stop`` to every executor (tasks return, the jobs end), then the launcher cancels
+  its job groups (``interruptOnCancel``) in case a task is stuck and stops the SparkSession it created.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ import threading
 import time
 import uuid
 from typing import Dict, List, Optional
+from urllib.parse import urlparse
 
 from ..errors import UsageError
 from ..service.coordinator.launcher import ExecutorLauncher
@@ -38,25 +43,36 @@ log = logging.getLogger(__name__)
 
 MAX_QUICK_FAILURES = 5
 QUICK = 60.0  # a job that failed sooner than this counts towards MAX_QUICK_FAILURES
+DEFAULT_START_TIMEOUT = 120.0
 
 
-def run_executor_task(specs, iterator):
-    """The body of one barrier task (runs in a Spark Python worker)."""
-    from pyspark import BarrierTaskContext
+def task_host(spec) -> str:
+    """The address a task's executor binds and advertises: loopback when serve is on loopback; else the one its
+    worker was given (``SPARK_LOCAL_IP``), else this machine's address on the route to the coordinator."""
+    from ..service.protocol.addresses import WILDCARDS, route_address, spark_local_ip, split_host_port
+
+    if spec.host not in WILDCARDS:
+        return spec.host
+    return spark_local_ip() or route_address(split_host_port(spec.coordinator)[0]) or spec.host
+
+
+def run_executor_task(spec, iterator):
+    """The body of slot ``spec.index``'s task (runs in a Spark Python worker)."""
+    from dataclasses import replace
+
+    from pyspark import TaskContext
 
     from ..service.executor.runner import run_executor
 
-    for _ in iterator:  # the partition's single element: its index (the same as partitionId)
+    for _ in iterator:  # the partition's single element: the slot
         pass
-    ctx = BarrierTaskContext.get()
-    index = ctx.partitionId()
+    attempt = TaskContext.get().attemptNumber()
     logging.basicConfig(level=os.environ.get("PAIMON_TAIL_LOG", "WARNING"),
-                        format=f"executor-{index} %(levelname)s %(message)s")
-    reason = run_executor(specs[index])
-    if reason != "stopped":
-        # Fail the stage: barrier mode then restarts every executor (a lone dead one would leave a hole).
-        raise RuntimeError(f"paimon-tail executor {index} ended: {reason}")
-    yield index
+                        format=f"executor-{spec.index} %(levelname)s %(message)s")
+    reason = run_executor(replace(spec, host=task_host(spec)))
+    if reason != "stopped":  # Spark runs the task again (a new executor for this slot)
+        raise RuntimeError(f"paimon-tail executor {spec.index} (task attempt {attempt}) ended: {reason}")
+    yield spec.index
 
 
 _PY_ERROR = re.compile(r"^([A-Z]\w*(Error|Exception|Interrupt)): (.+)")
@@ -88,14 +104,24 @@ def parse_conf(pairs) -> Dict[str, str]:
     return out
 
 
+def master_hosts(master: str) -> Optional[List[str]]:
+    """The hosts of a ``spark://h1:p1,h2:p2`` master URL; [] for local masters; None when unknown (yarn, k8s)."""
+    if not master or master.startswith("local"):
+        return []
+    if master.startswith("spark://"):
+        return [urlparse(f"spark://{part}").hostname or "" for part in master[len("spark://"):].split(",")]
+    return None
+
+
 class SparkExecutors(ExecutorLauncher):
-    """Runs the executors as one barrier Spark job; creates (and stops) its own SparkSession unless given one."""
+    """Runs each executor as a Spark job of one task; creates (and stops) its own SparkSession unless given one."""
 
     description = "Spark"
+    keeps_slots = False  # a lost worker may not come back: its executor's channels move to the others
 
     def __init__(self, master: Optional[str] = None, conf: Optional[Dict[str, str]] = None,
                  app_name: str = "paimon-tail serve", session=None, orphan_timeout: float = 30.0,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", start_timeout: float = DEFAULT_START_TIMEOUT) -> None:
         self.master = master
         self.host = host
         self.conf = dict(conf or {})
@@ -103,35 +129,55 @@ class SparkExecutors(ExecutorLauncher):
         self.session = session
         self._own_session = session is None
         self.orphan_timeout = orphan_timeout
+        self.start_timeout = start_timeout
         self.error: Optional[BaseException] = None
         self.group = f"paimon-tail-serve-{uuid.uuid4().hex[:12]}"
         self.jobs_submitted = 0
         self._stopping = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._threads: List[threading.Thread] = []
         self._specs: List = []
-        self._last_relaunch = 0.0
+        self._started = 0.0
+        self._all_joined = False
+        self._present: set = set()
+        self._last_restart: Dict[int, float] = {}
 
     # -- session ------------------------------------------------------------------------------------------
-    def _local(self) -> bool:
-        master = self.master or self.conf.get("spark.master") or os.environ.get("MASTER", "")
-        return not master or master.startswith("local")
+    def _master(self) -> str:
+        return self.master or self.conf.get("spark.master") or os.environ.get("MASTER", "")
+
+    def on_loopback(self) -> bool:
+        """Every worker is on this machine's loopback (a local master, or a standalone master on loopback)."""
+        from ..service.protocol.security import is_loopback
+
+        hosts = master_hosts(self._master())
+        return hosts is not None and all(is_loopback(h) for h in hosts)
+
+    def check_host(self) -> None:
+        """A loopback --host works only when every worker is on loopback too."""
+        from ..service.protocol.security import is_loopback
+
+        if is_loopback(self.host) and not self.on_loopback():
+            raise UsageError(f"--spark with master {self._master()} needs a routable --host for the address "
+                             f"server (its workers cannot reach {self.host})",
+                             hint="e.g. --host 0.0.0.0 with a token (PAIMON_TAIL_TOKEN) and TLS")
 
     def _build_session(self):
         try:
             from pyspark.sql import SparkSession
         except ImportError as e:
             raise UsageError(f"--spark needs PySpark ({e})", hint="pip install 'paimon-tail[spark]'") from None
+        from ..service.protocol.security import is_loopback
+
         conf = dict(self.conf)
-        if self._local():
-            # Python workers on this machine must see paimon-tail and pypaimon: the serving interpreter.
-            # (SparkContext takes the worker interpreter from PYSPARK_PYTHON, not from the conf, in local mode.)
-            if "spark.pyspark.python" in conf:
-                os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+        # A SparkContext made from Python takes its workers' interpreter from PYSPARK_PYTHON, not from the conf
+        # (spark-submit turns the conf into that variable; we are not started by spark-submit).
+        if "spark.pyspark.python" in conf:
+            os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+        if self.on_loopback():  # workers on this machine: the serving interpreter sees paimon-tail and pypaimon
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-            host = self._specs[0].host if self._specs else self.host
-            if host in ("127.0.0.1", "localhost", "::1"):
-                conf.setdefault("spark.driver.host", "127.0.0.1")
-                conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+        if self.on_loopback() and is_loopback(self.host):
+            conf.setdefault("spark.driver.host", "127.0.0.1")  # executors on loopback reach the driver there
+            conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
         # A reused Python worker would run a second executor loop in a process that already had one (gRPC aio,
         # umask, threads): one executor per worker process.
         conf.setdefault("spark.python.worker.reuse", "false")
@@ -156,76 +202,117 @@ class SparkExecutors(ExecutorLauncher):
         from dataclasses import replace
 
         self._specs = [replace(spec, orphan_timeout=self.orphan_timeout) for spec in specs]
-        self._last_relaunch = time.monotonic()
+        self._started = time.monotonic()
         if self.session is None:
             self.session = self._build_session()
-        sc = self.session.sparkContext
-        slots = sc.defaultParallelism
-        if slots < len(specs):
-            log.warning("Spark reports %d slots for %d executor tasks: a barrier job waits until all fit",
-                        slots, len(specs))
-        self._thread = threading.Thread(target=self._job_loop, daemon=True, name="paimon-tail-spark-job")
-        self._thread.start()
+        for spec in self._specs:
+            t = threading.Thread(target=self._slot_loop, args=(spec,), daemon=True,
+                                 name=f"paimon-tail-spark-executor-{spec.index}")
+            t.start()
+            self._threads.append(t)
 
-    def _run_job(self) -> None:
+    def _run_job(self, spec) -> None:
         from functools import partial
 
         sc = self.session.sparkContext
-        n = len(self._specs)
-        sc.setJobGroup(self.group, f"paimon-tail query service executors ({n})", interruptOnCancel=True)
-        task = partial(run_executor_task, self._specs)
+        # (PySpark pins each Python thread to a JVM thread: the group is this thread's, its job this slot's)
+        sc.setJobGroup(f"{self.group}-{spec.index}", f"paimon-tail query service executor {spec.index}",
+                       interruptOnCancel=True)
         self.jobs_submitted += 1
-        sc.parallelize(range(n), n).barrier().mapPartitions(task).collect()
+        sc.parallelize([spec.index], 1).mapPartitions(partial(run_executor_task, spec)).collect()
 
-    def _job_loop(self) -> None:
+    def _slot_loop(self, spec) -> None:
         quick_failures, backoff = 0, 1.0
         while not self._stopping.is_set():
             t0 = time.monotonic()
             try:
-                self._run_job()
+                self._run_job(spec)
                 if self._stopping.is_set():
                     return
-                log.warning("the Spark job of the executors ended without a stop: resubmitting it")
-            except Exception as e:  # noqa: BLE001 - a failed job (a task died, cancelled): resubmit
+                log.warning("the Spark job of executor %d ended without a stop: resubmitting it", spec.index)
+            except Exception as e:  # noqa: BLE001 - a failed job (its task failed too often, cancelled): resubmit
                 if self._stopping.is_set():
                     return
                 why = job_failure(e)
-                log.warning("the Spark job of the executors failed (%s): resubmitting it", why)
+                log.warning("the Spark job of executor %d failed (%s): resubmitting it", spec.index, why)
                 lasted = time.monotonic() - t0
                 quick_failures = quick_failures + 1 if lasted < QUICK else 1
                 backoff = backoff * 2 if lasted < QUICK else 1.0
                 if quick_failures >= MAX_QUICK_FAILURES:
-                    self.error = RuntimeError(f"the Spark job failed {quick_failures} times in a row, last: {why}")
+                    self.error = RuntimeError(f"the Spark job of executor {spec.index} failed {quick_failures} "
+                                              f"times in a row, last: {why}")
                     return
             self._stopping.wait(min(backoff, 10.0))
 
-    def supervise(self, registry, timeout: float) -> None:
-        """An executor whose task lives but sends no heartbeat (a hang, SIGSTOP) gets the job cancelled and
-        resubmitted, at most once per 30 s (a lost task fails the barrier stage by itself)."""
-        now = time.monotonic()
-        silent = [m for m in registry.silent(max(10.0, 3 * timeout), now) if m.slot]
-        if silent and now - self._last_relaunch > 30.0:
-            self._last_relaunch = now
-            self.restarts += 1
-            reason = f"executor {silent[0].index} sent no heartbeat for {now - silent[0].last_heartbeat:.1f}s"
-            threading.Thread(target=self.restart, args=(reason,), daemon=True).start()
+    def task_slots(self) -> Optional[int]:
+        """How many tasks the application can run at once now (what Spark's own barrier check asks), or None."""
+        try:
+            jsc = self.session.sparkContext._jsc.sc()
+            return int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
+        except Exception as e:  # noqa: BLE001 - a Spark internal (private[spark]): say less rather than fail
+            log.debug("could not ask Spark for its task slots: %s", e)
+            return None
 
-    def restart(self, reason: str) -> None:
-        """Cancel the running job; the job loop resubmits it."""
+    def _check_started(self, registry, now: float) -> None:
+        """Every slot's first executor must join within ``start_timeout``; say why one did not."""
+        waiting = [i for i in range(len(self._specs)) if i not in registry.restarts]
+        if not waiting:
+            self._all_joined = True
+            return
+        if now - self._started < self.start_timeout:
+            return
+        n, address, within = len(self._specs), self._specs[0].coordinator, f"{self.start_timeout:.0f}s"
+        slots = self.task_slots()
+        if slots is not None and slots < n:
+            self.error = RuntimeError(
+                f"only {n - len(waiting)} of {n} executor tasks started within {within}: the Spark application "
+                f"has {slots} task slot(s) (cores) for --executors {n} (give it more cores, or fewer --executors)")
+        else:
+            self.error = RuntimeError(
+                f"executor task(s) {', '.join(map(str, waiting))} did not join the service at {address} within "
+                f"{within} (can the Spark workers reach that address? see serve --host; or are the application's "
+                "cores busy?)")
+
+    def supervise(self, registry, timeout: float) -> None:
+        """Says when an executor is lost (the service moves its channels); at the start, ends the service with
+        the reason when not every task could start. An executor silent for ``timeout`` while its task may live
+        (a hang, SIGSTOP, a cut network), which the service drops next, gets its job cancelled and resubmitted,
+        at most once per 30 s."""
+        now = time.monotonic()
+        if not self._all_joined:
+            self._check_started(registry, now)
+        present = {i for i, m in registry.members.items() if m.slot}
+        for index in sorted(self._present - present):
+            log.warning("executor %d is gone: its channels move to the other executors; Spark starts its task "
+                        "again when a core is free", index)
+        self._present = present
+        for member in registry.silent(timeout, now):
+            if member.slot and not member.gone and now - self._last_restart.get(member.index, 0.0) > 30.0:
+                self._last_restart[member.index] = now
+                self.restarts += 1
+                reason = f"executor {member.index} sent no heartbeat for {now - member.last_heartbeat:.1f}s"
+                threading.Thread(target=self.restart, args=(member.index, reason), daemon=True).start()
+
+    def restart(self, index: int, reason: str) -> None:
+        """Cancel slot ``index``'s job; its thread resubmits it."""
         if self.session is not None and not self._stopping.is_set():
-            log.warning("restarting the Spark executors: %s", reason)
-            self.session.sparkContext.cancelJobGroup(self.group)
+            log.warning("restarting Spark executor %d: %s", index, reason)
+            self.session.sparkContext.cancelJobGroup(f"{self.group}-{index}")
 
     def stop(self, timeout: float) -> None:
         self._stopping.set()
-        if self._thread is not None:
-            self._thread.join(timeout=min(5.0, timeout))  # executors were told to stop: tasks return
+        deadline = time.monotonic() + min(5.0, timeout)
+        for t in self._threads:  # executors were told to stop: tasks return
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
         if self.session is None:
             return
         try:
-            if self._thread is not None and self._thread.is_alive():
-                self.session.sparkContext.cancelJobGroup(self.group)
-                self._thread.join(timeout=max(1.0, timeout - 5.0))
+            stuck = [i for i, t in enumerate(self._threads) if t.is_alive()]
+            for i in stuck:
+                self.session.sparkContext.cancelJobGroup(f"{self.group}-{i}")
+            deadline = time.monotonic() + max(1.0, timeout - 5.0)
+            for i in stuck:
+                self._threads[i].join(timeout=max(0.0, deadline - time.monotonic()))
         finally:
             if self._own_session:
                 self.session.stop()
@@ -256,4 +343,4 @@ def _shutdown_gateway(timeout: float) -> None:
         log.debug("could not shut the Spark gateway down: %s", e)
 
 
-__all__ = ["SparkExecutors", "parse_conf", "run_executor_task"]
+__all__ = ["SparkExecutors", "master_hosts", "parse_conf", "run_executor_task", "task_host"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -168,6 +169,7 @@ class StandaloneCluster(_Base):
                 os.path.join(self.home, "bin", "spark-class"), "org.apache.spark.deploy.master.Master",
                 "--host", self.host, "--port", str(self.port), "--webui-port", str(self.ui_port)])
             self._wait("the Spark master", lambda: _port_open(self.host, self.port), master, 60)
+            self._find_ui_port(master)
             for _ in range(self.workers):
                 self.add_worker(wait=False)
             self.wait_workers(self.workers)
@@ -175,6 +177,17 @@ class StandaloneCluster(_Base):
             self.stop()
             raise
         return self
+
+    def _find_ui_port(self, master: _Proc, timeout: float = 30) -> None:
+        """The port the master's web UI (its JSON status) is really on: Spark moves to the next port when the
+        one we picked was taken meanwhile (other work on this machine), and says so in its log."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(r"MasterWebUI.* started at https?://[^:/]+:(\d+)", master.tail(200))
+            if m:
+                self.ui_port = int(m.group(1))
+                return
+            time.sleep(0.2)
 
     @property
     def master_url(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +28,8 @@ import pyarrow as pa
 import pytest
 
 from ..conftest import TestWarehouse
+from paimon_tail.service.protocol.addresses import resolves_beyond_loopback
+
 from ..objectstore import S3Proxy, S3Server
 from .netns import Network
 
@@ -242,3 +245,49 @@ def _wait(predicate, timeout: float, why=lambda: "") -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met in time {why()}"[:6000])
         time.sleep(0.1)
+
+
+def test_wildcard_hosts_advertise_an_address_others_reach(tmp_path):
+    """``--host 0.0.0.0`` on hosts whose name means loopback (a network namespace: ``getfqdn()`` is
+    ``localhost``) and without a default route. The coordinator cannot tell where it is reached: one line asking
+    for ``--advertise`` (it used to register ``localhost:PORT``). An executor dials the coordinator and
+    advertises its own address on that route (it used to advertise ``localhost``, unreachable from the client's
+    host), so a lookup from a third host is answered. A local warehouse: namespaces share the file system."""
+    writer = TestWarehouse(str(tmp_path / "wh"))
+    writer.create("t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "2"})
+    writer.commit("t", [_rows(i, "v0") for i in range(50)])
+    env = dict(os.environ, PAIMON_TAIL_TOKEN=TOKEN, PYTHONPATH=str(ROOT))
+    env.pop("PAIMON_WAREHOUSE", None)
+    cli = [sys.executable, "-m", "paimon_tail"]
+    with Network() as net:
+        coord, exa, client = (net.host(n) for n in ("coord", "exa", "client"))
+        name = socket.getfqdn()
+        if not resolves_beyond_loopback(name):  # as in a container (here: the namespace shares /etc/hosts)
+            refused = coord.run([*cli, "serve", "db.t", "-w", writer.path, "--executors", "0", "--host", "0.0.0.0"],
+                                env=env, stderr=subprocess.PIPE, text=True)
+            _, err = refused.communicate(timeout=60)
+            lines = err.strip().splitlines()
+            assert refused.returncode == 1 and "Traceback" not in err, err
+            assert all("WARNING: serving on 0.0.0.0" in line for line in lines[:-1]), err  # no token/TLS: warned
+            assert lines[-1] == ("paimon-tail: cannot tell clients and executors where to dial --host 0.0.0.0: this "
+                                 f"machine's name ({name}) and routes lead only to loopback (give --advertise with "
+                                 "an address the others reach this machine at)"), err
+
+        serve = Lines(coord.run([*cli, "serve", "db.t", "-w", writer.path, "--executors", "0", "--host", "0.0.0.0",
+                                 "--port", str(PORT), "--advertise", coord.address],
+                                env=env, stderr=subprocess.PIPE, text=True))
+        serve.wait_for("waiting for executors", 60)
+        executor = Lines(exa.run([*cli, "executor", "--join", f"{coord.address}:{PORT}", "-w", writer.path,
+                                  "--host", "0.0.0.0"], env=env, stderr=subprocess.PIPE, text=True))
+        serve.wait_for("ready in", 90)
+        table = writer.table("t")
+        reg = json.loads(table.file_io.read_file_utf8(f"{table.table_path}/service/service-paimon-tail-lookup"))
+        assert reg["addresses"] == [f"{coord.address}:{PORT}"]
+        assert [a["address"].rsplit(":", 1)[0] for a in reg["assignment"]] == [exa.address], reg["assignment"]
+        looked = client.run([*cli, "lookup", "db.t", "id=7,dt=2026-11-02", "-w", writer.path, "--format", "jsonl",
+                             "--timeout", "10"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = looked.communicate(timeout=60)
+        assert looked.returncode == 0 and '"name":"v0-7"' in out.replace(" ", ""), (out, err, executor.lines)
+        serve.proc.terminate()
+        assert serve.proc.wait(30) == 0, "\n".join(serve.lines[-30:])
+        assert executor.proc.wait(30) == 0, executor.lines

@@ -141,3 +141,18 @@ def test_an_executor_the_service_refuses_says_why(kv, tmp_path):
     assert gone.lines == [f"paimon-tail: the service at {address} does not answer (UNAVAILABLE); trying again for 2s",
                           f"paimon-tail: the executor stopped: the service at {address} does not answer "
                           "(UNAVAILABLE); gave up after 2s"], gone.lines
+
+
+def test_an_executor_that_cannot_open_the_catalog_leaves_nothing_behind(kv, tmp_path):
+    """Joined (same warehouse), then its catalog options fail to open the tables: one line, exit 1, and nothing of
+    it stays in its --local-dir (the directory it had made for its stores was left behind)."""
+    svc = ServeProcess(kv.path, ["db.kv"], executors=1).wait_ready()
+    local = tmp_path / "local"
+    try:
+        bad = Joined(kv.path, _coordinator(kv), "--local-dir", str(local), "-O", "metastore=nosuch")
+        assert bad.wait(60) == 1, bad.lines
+        assert bad.lines[-1].startswith("paimon-tail: the executor stopped: failed to apply a change: "), bad.lines
+        assert not any("Traceback" in line for line in bad.lines), bad.lines
+        assert local.is_dir() and not list(local.iterdir()), list(local.iterdir())
+    finally:
+        assert svc.stop() == 0

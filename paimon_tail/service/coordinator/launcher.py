@@ -35,6 +35,9 @@ class ExecutorLauncher:
     description = "local"
     error: Optional[BaseException] = None
     restarts = 0
+    #: True: a slot keeps its channels while its executor is down (it is back within seconds); False: they move
+    #: to the executors that are up until it joins again (registry.py)
+    keeps_slots = True
 
     def start(self, specs: List[ExecutorSpec]) -> None:  # pragma: no cover - interface
         raise NotImplementedError

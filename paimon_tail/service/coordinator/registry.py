@@ -2,9 +2,11 @@
 
 An executor is a *member* while its Join call lives. Serve's own executors (local processes or Spark tasks) join
 into their slot ``0..N-1``; executors that join from elsewhere (``paimon-tail executor --join``) get the next
-free index ``≥ N``. A slot counts for the assignment even while its executor restarts (its launcher brings it
-back within seconds); a joined executor counts only while joined, so its channels move to the others the moment
-it leaves or falls silent. Every change of the assignment is sent to every member (in order with its file
+free index ``≥ N``. With ``keep_slots`` (local processes) a slot counts for the assignment even while its
+executor restarts (its launcher brings it back within seconds); without (Spark tasks, whose machine may be gone
+for good) a slot counts only until its first executor joined and then while one is joined, like the executors
+that join from elsewhere: a joined executor counts only while joined, so its channels move to the others the
+moment it leaves or falls silent. Every change of the assignment is sent to every member (in order with its file
 changes, on the same stream) and reported to ``on_assignment`` (the scanners send full states to executors that
 gained channels; the registration is rewritten).
 """
@@ -62,8 +64,9 @@ class Member:
 class Registry:
     def __init__(self, slots: int, tables: List[str], channels: int, heartbeat_timeout: float = 2.0,
                  service_id: str = "", warehouse: str = "", limits: Tuple[int, int] = (100_000, 64 << 20),
-                 heartbeat_interval: float = 0.5) -> None:
+                 heartbeat_interval: float = 0.5, keep_slots: bool = True) -> None:
         self.slots = slots
+        self.keep_slots = keep_slots
         self.tables = list(tables)
         self.heartbeat_timeout = heartbeat_timeout
         self.heartbeat_interval = heartbeat_interval
@@ -158,7 +161,10 @@ class Registry:
         return pb.ExecutorWork(assignment=pb.Assignment(version=a.version, channels=a.channels, owners=a.owners))
 
     def _rebalance(self) -> bool:
-        candidates = set(range(self.slots)) | {i for i, m in self.members.items() if not m.slot}
+        if self.keep_slots:
+            candidates = set(range(self.slots)) | {i for i, m in self.members.items() if not m.slot}
+        else:  # a slot not started yet keeps its channels (no churn while the first executors join)
+            candidates = set(self.members) | {i for i in range(self.slots) if i not in self.restarts}
         old = self.assignment
         new = rebalance(old, sorted(candidates))
         if new is old:

@@ -30,10 +30,11 @@ import grpc
 from ...catalog import CatalogConfig, open_table
 from ...errors import ServiceError, UsageError
 from ...storage.retry import StorageHealth
-from ..executor.runner import ExecutorSpec, advertised
+from ..executor.runner import ExecutorSpec
 from ..keys.routing import check_supported
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
+from ..protocol.addresses import NoAddress, advertised
 from ..protocol.security import Security, add_port, is_loopback, server_options
 from .assignment import default_channels
 from .launcher import ExecutorLauncher, LocalProcesses
@@ -61,7 +62,7 @@ class ServeOptions:
     channels: Optional[int] = None  # routing channels (default max(16, executors))
     host: str = "127.0.0.1"
     port: int = 0
-    advertise: str = ""  # the address written to the registration ("" = host:port, the FQDN for 0.0.0.0)
+    advertise: str = ""  # the address written to the registration ("" = host:port; 0.0.0.0: protocol/addresses.py)
     local_dir: Optional[str] = None
     security: Security = field(default_factory=Security)
     lease_seconds: float = 10.0
@@ -94,6 +95,9 @@ def check_can_listen(host: str, port: int) -> None:
 class QueryService:
     def __init__(self, options: ServeOptions) -> None:
         self.options = options
+        # A relative warehouse made absolute once: file paths in the change stream, and the catalog executors
+        # open in other directories (a Spark task runs in its worker's), then name the same files.
+        self.catalog = options.catalog.resolved()
         self.num_executors = default_executors() if options.executors is None else options.executors
         if self.num_executors < 0:
             raise UsageError("--executors must be at least 0")
@@ -105,14 +109,15 @@ class QueryService:
         self.tables: Dict[str, object] = {}
         self.scanners: Dict[str, TableScanner] = {}
         self.health: Dict[str, StorageHealth] = {name: StorageHealth() for name in options.tables}
-        self.registry = Registry(self.num_executors, list(options.tables), self.channels, options.heartbeat_timeout,
-                                 self.service_id, options.catalog.warehouse_id,
-                                 (options.max_batch_keys, options.max_message_bytes))
-        self.registry.on_join.append(self._joined)
-        self.registry.on_assignment.append(self._reassigned)
         self.launcher: Optional[ExecutorLauncher] = options.launcher
         if self.launcher is None and self.num_executors:
             self.launcher = LocalProcesses()
+        self.registry = Registry(self.num_executors, list(options.tables), self.channels, options.heartbeat_timeout,
+                                 self.service_id, options.catalog.warehouse_id,
+                                 (options.max_batch_keys, options.max_message_bytes),
+                                 keep_slots=self.launcher is None or self.launcher.keeps_slots)
+        self.registry.on_join.append(self._joined)
+        self.registry.on_assignment.append(self._reassigned)
         self.server: Optional[grpc.aio.Server] = None
         self.address = ""
         self.local_dir = ""
@@ -128,7 +133,7 @@ class QueryService:
 
     # -- start --------------------------------------------------------------------------------------------
     def _open_tables(self) -> None:
-        catalog = self.options.catalog.open()
+        catalog = self.catalog.open()
         for name in self.options.tables:
             table = open_table(name, catalog)
             check_supported(table)
@@ -188,8 +193,12 @@ class QueryService:
             raise ServiceError(f"cannot listen on {o.host}:{o.port}: {e}") from None
         if not port:
             raise ServiceError(f"cannot listen on {o.host}:{o.port}")
+        try:
+            self.address = advertised(o.host, port, o.advertise)
+        except NoAddress as e:
+            raise ServiceError(f"cannot tell clients and executors where to dial --host {o.host}: {e}",
+                               hint="give --advertise with an address the others reach this machine at") from None
         await self.server.start()
-        self.address = advertised(o.host, port, o.advertise)
         for name, table in self.tables.items():
             scanner = TableScanner(name, table, self.registry, self.health[name], o.poll_interval)
             self.scanners[name] = scanner
@@ -205,16 +214,17 @@ class QueryService:
     def executor_spec(self, index: int) -> ExecutorSpec:
         """What slot ``index``'s executor needs. A local process dials the coordinator on this machine and
         shares serve's --local-dir; one the launcher runs elsewhere (``launcher.description != "local"``) dials
-        the advertised address, binds every interface unless serve is on loopback, and keeps a private temp
-        dir on its machine unless --local-dir names a path there."""
+        the advertised address, binds loopback when serve does and otherwise an address of its machine (the
+        launcher narrows "0.0.0.0" down: a Spark task takes its worker's), and keeps a private temp dir on its
+        machine unless --local-dir names a path there. Both get the catalog with its warehouse absolute."""
         o = self.options
         local = self.launcher is None or isinstance(self.launcher, LocalProcesses)
         if local:
-            return ExecutorSpec(catalog=o.catalog, coordinator=self._local_address(), local_dir=self.local_dir,
+            return ExecutorSpec(catalog=self.catalog, coordinator=self._local_address(), local_dir=self.local_dir,
                                 index=index, host=o.host, security=o.security,
                                 max_message_bytes=o.max_message_bytes)
-        return ExecutorSpec(catalog=o.catalog, coordinator=self.address, local_dir=o.local_dir or "", index=index,
-                            host=o.host if is_loopback(o.host) else "0.0.0.0", security=o.security, rejoin=True,
+        return ExecutorSpec(catalog=self.catalog, coordinator=self.address, local_dir=o.local_dir or "",
+                            index=index, host=o.host if is_loopback(o.host) else "0.0.0.0", security=o.security, rejoin=True,
                             max_message_bytes=o.max_message_bytes, tag=f"{self.service_id[:10]}-{index}")
 
     def _local_address(self) -> str:
@@ -246,15 +256,15 @@ class QueryService:
         o = self.options
         while True:
             await asyncio.sleep(0.2)
-            for member in self.registry.silent(o.executor_timeout):
-                if not member.slot:  # a joined executor fell silent: its channels move to the others
-                    log.warning("executor %d at %s sent no heartbeat for %.1fs: dropping it", member.index,
-                                member.address, time.monotonic() - member.last_heartbeat)
-                    member.end()
-            if self.launcher is not None:
+            if self.launcher is not None:  # first: it sees its silent executors before they are dropped below
                 self.launcher.supervise(self.registry, o.executor_timeout)
                 if self.launcher.error is not None:
                     raise ServiceError(f"{self.launcher.description} executors failed: {self.launcher.error}")
+            for member in self.registry.silent(o.executor_timeout):
+                if not member.gone and (not member.slot or not self.registry.keep_slots):  # channels move
+                    log.warning("executor %d at %s sent no heartbeat for %.1fs: dropping it", member.index,
+                                member.address, time.monotonic() - member.last_heartbeat)
+                    member.end()
             for name, scanner in self.scanners.items():
                 if scanner.error is not None:
                     raise ServiceError(f"scanner for {name} failed: {scanner.error}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 import socket
 import time
@@ -29,6 +30,7 @@ import grpc
 from ..protocol import PROTOCOL_VERSION
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
+from ..protocol.addresses import NoAddress, advertised, split_host_port
 from ..protocol.security import Security, add_port, make_channel, server_options
 from .mirror import partition_path
 from .servicer import ExecutorServicer
@@ -51,27 +53,12 @@ class ExecutorSpec:
     index: int = -1  # serve's own executors: their slot; -1: any (joined executors)
     host: str = "127.0.0.1"  # bind address of ExecutorService
     port: int = 0
-    advertise: str = ""  # what clients dial ("" = host:port, the machine's FQDN for 0.0.0.0)
+    advertise: str = ""  # what clients dial ("" = host:port; for 0.0.0.0 see protocol/addresses.py)
     security: Security = field(default_factory=Security)
     rejoin: bool = False  # dial again when the call breaks (instead of ending)
     orphan_timeout: float = 30.0  # ... for at most this long
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    tag: str = ""  # names its private temp dir: a replacement with the same tag removes what a killed one left
-
-
-def advertised(host: str, port: int, advertise: str = "") -> str:
-    """The address clients dial: ``advertise`` (a port added when it has none), else the bind address (the
-    machine's FQDN for a wildcard)."""
-    if advertise:
-        if advertise.startswith("["):
-            return advertise if "]:" in advertise else f"{advertise}:{port}"
-        return advertise if advertise.count(":") == 1 else (f"[{advertise}]:{port}" if ":" in advertise
-                                                             else f"{advertise}:{port}")
-    if host in ("0.0.0.0", "::", "[::]", ""):
-        host = socket.getfqdn()
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"{host}:{port}"
+    tag: str = ""  # names its private temp dir (with its pid: see private_dir)
 
 
 class Executor:
@@ -130,9 +117,13 @@ class Executor:
 
         def open_all():
             os.makedirs(root, mode=0o700, exist_ok=True)
-            catalog = self.spec.catalog.open()
-            return {name: TableState(name, open_table(name, catalog), os.path.join(root, name))
-                    for name in welcome.tables}
+            try:
+                catalog = self.spec.catalog.open()
+                return {name: TableState(name, open_table(name, catalog), os.path.join(root, name))
+                        for name in welcome.tables}
+            except BaseException:  # (a warehouse this machine cannot open) nothing of ours stays in --local-dir
+                shutil.rmtree(root, ignore_errors=True)
+                raise
 
         tables = await asyncio.to_thread(open_all)
         old_root, self.root = self.root, root
@@ -248,8 +239,10 @@ class Executor:
             except JoinRefused:
                 raise
             except Exception as e:  # applying a message failed: the service's full state starts us over
-                log.exception("executor %d failed to apply a change", self.index)
                 self.stop_reason = f"failed to apply a change: {type(e).__name__}: {e}"
+                if self.announce is None:  # (the executor command prints the reason as its last line)
+                    log.error("executor %d %s", self.index, self.stop_reason,
+                              exc_info=log.isEnabledFor(logging.DEBUG))
                 return
             if self._joined:
                 last_ok, delay, said = time.monotonic(), 0.2, False
@@ -287,8 +280,12 @@ class Executor:
             why = "the address is in use or not on this machine"
         if not port:
             raise JoinRefused(f"cannot listen on {spec.host}:{spec.port}: {why}")
+        try:  # (run() stops the server when this raises)
+            self.address = advertised(spec.host, port, spec.advertise, toward=split_host_port(spec.coordinator)[0])
+        except NoAddress as e:
+            raise JoinRefused(f"cannot tell clients where to dial this executor (--host {spec.host}): {e}; "
+                              "give --advertise HOST") from None
         await self.server.start()
-        self.address = advertised(spec.host, port, spec.advertise)
 
     async def run(self) -> None:
         """Serve until the service says stop, ``stop()`` is called, or (see ``ExecutorSpec.rejoin``) the service is
@@ -344,24 +341,51 @@ def executor_main(spec: ExecutorSpec) -> None:
         log.error("%s", e)
 
 
+_OWNER = re.compile(r"^paimon-tail-executor-(?:.*-)?pid(\d+)-[^-]*$")
+
+
+def _dead(pid: int) -> bool:
+    """No such process, or a zombie (a killed Spark worker's child, reparented, may wait long to be reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # someone else's
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def private_dir(tag: str = "") -> str:
+    """A new private temp dir for an executor's copies and stores, named by its pid (and ``tag``: its service and
+    slot). What executors killed on this machine left (SIGKILL, a cancelled Spark task: no cleanup of theirs
+    runs) goes first: every such dir whose pid is dead."""
+    import glob
+    import tempfile
+
+    root = tempfile.gettempdir()
+    for stale in glob.glob(os.path.join(root, "paimon-tail-executor-*")):
+        m = _OWNER.match(os.path.basename(stale))
+        if m is not None and _dead(int(m.group(1))):
+            shutil.rmtree(stale, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"paimon-tail-executor-{tag + '-' if tag else ''}pid{os.getpid()}-")
+
+
 def run_executor(spec: ExecutorSpec) -> str:
     """Run an executor that is not one of serve's local processes (a Spark task, ``paimon-tail executor``) until
     the service stops it; returns why it ended: ``"stopped"`` (the service said so), otherwise a reason.
 
-    ``spec.local_dir`` empty: a private temp dir on this machine, removed at the end. Raises ``JoinRefused``.
+    ``spec.local_dir`` empty: a private temp dir on this machine (``private_dir``), removed at the end. Raises
+    ``JoinRefused``.
     """
-    import tempfile
     from dataclasses import replace
 
     own_dir = None
     if not spec.local_dir:
-        prefix = f"paimon-tail-executor-{spec.tag}-" if spec.tag else "paimon-tail-executor-"
-        if spec.tag:
-            import glob
-
-            for stale in glob.glob(os.path.join(tempfile.gettempdir(), prefix + "*")):
-                shutil.rmtree(stale, ignore_errors=True)
-        own_dir = tempfile.mkdtemp(prefix=prefix)
+        own_dir = private_dir(spec.tag)
         spec = replace(spec, local_dir=own_dir)
     else:
         os.makedirs(spec.local_dir, mode=0o700, exist_ok=True)
@@ -376,4 +400,4 @@ def run_executor(spec: ExecutorSpec) -> str:
             shutil.rmtree(own_dir, ignore_errors=True)
 
 
-__all__ = ["Executor", "ExecutorSpec", "JoinRefused", "advertised", "executor_main", "run_executor"]
+__all__ = ["Executor", "ExecutorSpec", "JoinRefused", "executor_main", "private_dir", "run_executor"]

@@ -1,7 +1,7 @@
 """The query service's contracts: ``lookup.proto`` (+ generated code, ``scripts/gen_proto.py``), the typed change
 records executors receive (``changes.py``: Paimon file metadata ↔ protobuf), the registration file
-(``registration.py``), Arrow IPC helpers (``wire.py``; ``ipc_py.py`` without pyarrow) and TLS + token
-(``security.py``). Everything that crosses a socket is defined here; nothing is pickled.
+(``registration.py``), Arrow IPC helpers (``wire.py``; ``ipc_py.py`` without pyarrow), TLS + token
+(``security.py``) and the addresses written down for others to dial (``addresses.py``). Everything that crosses a socket is defined here; nothing is pickled.
 
 Importing this package loads nothing heavy (the one-key command-line lookup uses it without pyarrow).
 """

@@ -178,6 +178,8 @@ class SparkExecutors(ExecutorLauncher):
         if self.on_loopback() and is_loopback(self.host):
             conf.setdefault("spark.driver.host", "127.0.0.1")  # executors on loopback reach the driver there
             conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+            # The driver JVM's other servers (its web UI binds every interface otherwise) stay on loopback too.
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         # A reused Python worker would run a second executor loop in a process that already had one (gRPC aio,
         # umask, threads): one executor per worker process.
         conf.setdefault("spark.python.worker.reuse", "false")

@@ -284,6 +284,11 @@ def main(argv=None) -> int:
     p.add_argument("--connect", action="store_true", help="a Spark Connect server instead of a cluster")
     p.add_argument("--master", default="local[2]", help="--connect: the server's master")
     args = p.parse_args(argv)
+
+    def stop(signum, frame):  # `kill`, as well as Ctrl-C, stops what was started
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
     if args.connect:
         thing = ConnectServer(host=args.host, master=args.master, keep=True)
     else:

@@ -123,9 +123,22 @@ def demo(tmp_path_factory):
     yield {"cwd": str(cwd), "env": env, "background": background}
     writer.stop()
     for proc in background:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-            proc.wait(30)
+        # The line's whole process group: a command a non-interactive shell started with `&` ignores SIGINT (the
+        # README's `serve &` outlived the tests), so SIGTERM follows, which serve also stops cleanly on.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            time.sleep(1.0)
+        proc.wait(30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # until the group is gone (serve removes its registration first)
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
 
 
 def _run_line(demo, prelude: str, line: str, until_ctrl_c: float = 25.0):

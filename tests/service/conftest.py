@@ -5,12 +5,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from typing import List, Optional
 
 import pyarrow as pa
 import pytest
+
+from tests.processes import CliProcess
 
 PK_SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("name", pa.string()), ("amount", pa.int32()),
                        ("op", pa.string())])
@@ -73,31 +74,16 @@ def cli_cmd(*args: str) -> List[str]:
     return [sys.executable, "-c", "from paimon_tail.cli import main; main()", *args]
 
 
-class ServeProcess:
+class ServeProcess(CliProcess):
     """``paimon-tail serve`` in its own process group, stderr collected."""
 
     def __init__(self, warehouse: str, tables: List[str], *extra: str, env: Optional[dict] = None,
                  executors: int = 2) -> None:
-        e = dict(os.environ)
-        e.pop("PAIMON_TAIL_TOKEN", None)
-        e.update(env or {})
-        self.proc = subprocess.Popen(
-            cli_cmd("serve", *tables, "--warehouse", warehouse, "--executors", str(executors), *extra),
-            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=e, start_new_session=True, text=True,
-        )
-        self.lines: List[str] = []
-        self.ready = threading.Event()
-        self._t = threading.Thread(target=self._read, daemon=True)
-        self._t.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip())
-            if "ready in" in line:
-                self.ready.set()
+        super().__init__(cli_cmd("serve", *tables, "--warehouse", warehouse, "--executors", str(executors), *extra),
+                         "ready in", env=env)
 
     def wait_ready(self, timeout: float = 90) -> "ServeProcess":
-        if not self.ready.wait(timeout):
+        if not self.announced.wait(timeout):
             self.stop()
             raise AssertionError("service not ready: " + "\n".join(self.lines))
         return self
@@ -125,12 +111,9 @@ class ServeProcess:
                 self.proc.wait(5)
         return self.proc.returncode
 
-    def kill_all(self) -> None:
+    def kill_all(self, sig: int = signal.SIGKILL) -> None:
         """SIGKILL the whole service (address server and executors): a crash."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        super().kill_all(sig)
         self.proc.wait(5)
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import threading
 import time
 from typing import List
 
@@ -17,29 +15,18 @@ from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
 
+from ..processes import CliProcess
 from .conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, cli_cmd, wait_until
 
 N = 2000
 
 
-class Joined:
+class Joined(CliProcess):
     """``paimon-tail executor --join ADDRESS`` in its own session, stderr collected."""
 
     def __init__(self, warehouse: str, coordinator: str, *extra: str, env: dict = None) -> None:
-        e = {k: v for k, v in os.environ.items() if k not in ("PAIMON_TAIL_TOKEN", "PAIMON_WAREHOUSE")}
-        e.update(env or {})
-        self.proc = subprocess.Popen(cli_cmd("executor", "--join", coordinator, "--warehouse", warehouse, *extra),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=e,
-                                     start_new_session=True)
-        self.lines: List[str] = []
-        self.joined = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip())
-            if "joined the service" in line:
-                self.joined.set()
+        super().__init__(cli_cmd("executor", "--join", coordinator, "--warehouse", warehouse, *extra),
+                         "joined the service", env=env, drop_env=("PAIMON_TAIL_TOKEN", "PAIMON_WAREHOUSE"))
 
     def wait(self, timeout: float = 30) -> int:
         code = self.proc.wait(timeout)
@@ -82,7 +69,7 @@ def test_executors_join_take_channels_and_hand_them_back(kv):
             LookupClient("db.kv", catalog_config(kv.path), timeout=1.0).lookup_sync([1])
         joined = [Joined(kv.path, address), Joined(kv.path, address)]
         svc.wait_ready()
-        assert all(j.joined.wait(10) for j in joined)
+        assert all(j.announced.wait(10) for j in joined)
         oracle = kv.batch_read("kv")
         with LookupClient("db.kv", catalog_config(kv.path), timeout=10) as c:
             _check(c, oracle)
@@ -106,7 +93,7 @@ def test_executors_join_take_channels_and_hand_them_back(kv):
             # a writer commits; a third executor joins and takes half: the answers follow the table
             sid = kv.write("kv", [{"k": k, "v": f"w{k}", "op": "+U"} for k in range(0, N, 3)])
             joined.append(Joined(kv.path, address))
-            assert joined[-1].joined.wait(30)
+            assert joined[-1].announced.wait(30)
             wait_until(lambda: sorted(len(e.channels) for e in c.status_sync().executors) == [8, 8], 10)
             oracle = kv.batch_read("kv")
             r = c.lookup_sync(list(range(N)), min_snapshot=sid)

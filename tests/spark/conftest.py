@@ -5,35 +5,22 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from typing import List
 
 import pytest
 
+from tests.processes import CliProcess
 
-class Served:
+
+class Served(CliProcess):
     """``paimon-tail serve TABLES -w WH`` (local executor processes) in its own process group."""
 
     def __init__(self, warehouse: str, tables: List[str], executors: int = 2, env=None) -> None:
-        e = dict(os.environ)
-        e.pop("PAIMON_TAIL_TOKEN", None)
-        e.update(env or {})
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "paimon_tail", "serve", *tables, "--warehouse", warehouse,
-             "--executors", str(executors)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=e, start_new_session=True)
-        self.lines: List[str] = []
-        self.ready = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip())
-            if "ready in" in line:
-                self.ready.set()
+        super().__init__([sys.executable, "-m", "paimon_tail", "serve", *tables, "--warehouse", warehouse,
+                          "--executors", str(executors)], "ready in", env=env)
 
     def wait_ready(self, timeout: float = 120) -> "Served":
-        if not self.ready.wait(timeout):
+        if not self.announced.wait(timeout):
             self.stop()
             raise AssertionError("paimon-tail serve did not get ready:\n" + "\n".join(self.lines[-30:]))
         return self
@@ -45,10 +32,7 @@ class Served:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # anything of the session still there
-        except ProcessLookupError:
-            pass
+        self.kill_all()  # anything of the session still there
         self.proc.wait(10)
 
 
@@ -65,6 +49,17 @@ def serve():
     yield start
     for s in started:
         s.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A standalone master and two 1-core workers on 127.0.0.1, for one test module (its JVMs end with it)."""
+    from paimon_tail.spark.standalone import StandaloneCluster
+
+    c = StandaloneCluster(workers=2, cores=1, memory="1g", base_dir=str(tmp_path_factory.mktemp("standalone")))
+    c.start()
+    yield c
+    c.stop()
 
 
 JVM_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jvm", "FakePaimonSource.java")

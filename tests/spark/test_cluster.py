@@ -27,19 +27,10 @@ except ImportError as e:  # pragma: no cover
                 "Install it with: pip install 'paimon-tail[spark]'", allow_module_level=True)
 
 import paimon_tail.spark
-from paimon_tail.spark.standalone import StandaloneCluster
 from tests.conftest import ORDERS, TestWarehouse
 
 EVENTS = pa.schema([("event_id", pa.int64()), ("order_id", pa.int64()), ("kind", pa.string())])
 ORDER_IDS = 400
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = StandaloneCluster(workers=2, cores=1, memory="1g", base_dir=str(tmp_path_factory.mktemp("standalone")))
-    c.start()
-    yield c
-    c.stop()
 
 
 @pytest.fixture(scope="module")

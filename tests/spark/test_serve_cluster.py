@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from typing import List
 
@@ -37,18 +36,11 @@ from paimon_tail.service.client import LookupClient
 from paimon_tail.service.protocol import registration as regmod
 from paimon_tail.spark.standalone import StandaloneCluster
 
-from tests.spark.test_spark_service import (DATES, N, PK_SCHEMA, Warehouse, _all_keys, _cmdline, _rows,
-                                             _session_pids)
+from tests.processes import CliProcess
+from tests.spark.test_spark_service import (DATES, N, Warehouse, _all_keys, _cmdline, _rows, _session_pids,
+                                             orders_warehouse)
 
 RECOVERY = 10.0  # seconds from a lost worker to right answers again
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = StandaloneCluster(workers=2, cores=1, memory="1g", base_dir=str(tmp_path_factory.mktemp("standalone")))
-    c.start()
-    yield c
-    c.stop()
 
 
 @pytest.fixture(scope="module")
@@ -58,45 +50,26 @@ def cwd(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def wh(cwd) -> Warehouse:
-    w = Warehouse(str(cwd / "wh"))
-    w.create("orders", PK_SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], bucket=3)
-    w.write("orders", _rows(range(N), "v1"))
-    w.write("orders", _rows(range(0, N, 7), "v2", "+U"))
-    w.write("orders", _rows(range(3, N, 11), "gone", "-D"))
-    return w
+    return orders_warehouse(str(cwd / "wh"))
 
 
-class ClusterServe:
+class ClusterServe(CliProcess):
     """``paimon-tail serve db.orders -w wh --spark --master spark://127.0.0.1:PORT --host 127.0.0.1`` in ``cwd``,
     in its own session; the workers' Python given as a user would, with ``spark.pyspark.python``."""
 
     def __init__(self, cluster: StandaloneCluster, cwd) -> None:
-        env = {k: v for k, v in os.environ.items() if k not in ("PAIMON_TAIL_TOKEN", "PYSPARK_PYTHON")}
-        self.proc = subprocess.Popen(
+        super().__init__(
             [sys.executable, "-m", "paimon_tail", "serve", "db.orders", "-w", "wh", "--spark",
              "--master", cluster.master_url, "--host", "127.0.0.1", "--executors", "2",
              "--spark-conf", "spark.executor.cores=1", "--spark-conf", "spark.executor.memory=512m",
              "--spark-conf", f"spark.pyspark.python={sys.executable}", "--spark-conf", "spark.ui.enabled=false"],
-            cwd=str(cwd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-            start_new_session=True)
-        self.lines: List[str] = []
-        self.ready = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip())
-            if "ready in" in line:
-                self.ready.set()
-
-    def log(self) -> str:
-        return "\n".join(line for line in self.lines if not line.lstrip().startswith("at "))[-6000:]
+            "ready in", cwd=str(cwd), drop_env=("PAIMON_TAIL_TOKEN", "PYSPARK_PYTHON"))
 
 
 @pytest.fixture(scope="module")
 def served(cluster, wh, cwd):
     svc = ClusterServe(cluster, cwd)
-    if not svc.ready.wait(180):
+    if not svc.announced.wait(180):
         os.killpg(svc.proc.pid, signal.SIGKILL)
         pytest.fail("serve --spark on the cluster was not ready:\n" + svc.log())
     svc.service_id = regmod.read(wh.catalog.get_table("db.orders")).service_id

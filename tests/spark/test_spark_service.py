@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import List
@@ -29,6 +28,7 @@ except ImportError as e:  # pragma: no cover
 
 from paimon_tail.catalog import catalog_config
 from paimon_tail.service.client import LookupClient
+from tests.processes import CliProcess
 
 import pyarrow as pa
 
@@ -110,30 +110,15 @@ def _listening(address: str) -> bool:
         return False
 
 
-class SparkServe:
+class SparkServe(CliProcess):
     def __init__(self, warehouse: str, tmp: Path) -> None:
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, TMPDIR=str(tmp))
-        env.pop("PAIMON_TAIL_TOKEN", None)
         self.tmp = tmp
-        self.proc = subprocess.Popen(
+        super().__init__(
             [sys.executable, "-m", "paimon_tail", "serve", "db.orders", "--warehouse", warehouse,
              "--executors", "2", "--spark", "--master", "local[2]",
              "--spark-conf", "spark.ui.enabled=false", "--spark-conf", "spark.driver.host=127.0.0.1",
              "--spark-conf", "spark.driver.bindAddress=127.0.0.1"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
-        )
-        self.lines: List[str] = []
-        self.ready = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip())
-            if "ready in" in line:
-                self.ready.set()
-
-    def log(self) -> str:
-        return "\n".join(line for line in self.lines if not line.lstrip().startswith("at "))[-6000:]
+            "ready in", env={"PYSPARK_PYTHON": sys.executable, "TMPDIR": str(tmp)})
 
     def stop(self, sig=signal.SIGTERM, timeout: float = 60) -> int:
         if self.proc.poll() is None:
@@ -148,7 +133,12 @@ class SparkServe:
 
 @pytest.fixture(scope="module")
 def wh(tmp_path_factory) -> Warehouse:
-    w = Warehouse(str(tmp_path_factory.mktemp("wh")))
+    return orders_warehouse(str(tmp_path_factory.mktemp("wh")))
+
+
+def orders_warehouse(path: str) -> Warehouse:
+    """db.orders, partitioned by dt, 3 buckets: N rows, a tenth updated, some deleted."""
+    w = Warehouse(path)
     w.create("orders", PK_SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], bucket=3)
     w.write("orders", _rows(range(N), "v1"))
     w.write("orders", _rows(range(0, N, 7), "v2", "+U"))
@@ -159,7 +149,7 @@ def wh(tmp_path_factory) -> Warehouse:
 @pytest.fixture(scope="module")
 def served(wh, tmp_path_factory):
     svc = SparkServe(wh.path, tmp_path_factory.mktemp("tmp"))
-    if not svc.ready.wait(120):
+    if not svc.announced.wait(120):
         svc.stop(signal.SIGKILL)
         pytest.fail("serve --spark was not ready:\n" + svc.log())
     yield svc

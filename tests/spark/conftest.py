@@ -5,7 +5,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import List
+from typing import Iterator, List
 
 import pytest
 
@@ -49,6 +49,25 @@ def serve():
     yield start
     for s in started:
         s.stop()
+
+
+def local_spark(app_name: str, register: bool = True) -> Iterator:
+    """For a module's ``spark`` fixture (``yield from local_spark(...)``): a ``local[2]`` session on loopback whose
+    Python workers run this interpreter, the source registered; stopped after the module."""
+    from pyspark.sql import SparkSession
+
+    import paimon_tail.spark
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers must see paimon-tail and pypaimon
+    session = (SparkSession.builder.master("local[2]").appName(app_name)
+               .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.pyspark.python", sys.executable).getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    if register:
+        paimon_tail.spark.register(session)
+    yield session
+    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ latest one when its micro-batch ended).
 from __future__ import annotations
 
 import decimal
-import os
-import sys
 import threading
 import time
 
@@ -20,7 +18,6 @@ import pytest
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 try:
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 except ImportError as e:  # pragma: no cover
     pytest.skip(f"!!! PySpark is not installed ({e}): the lookup join tests DID NOT RUN. "
@@ -30,6 +27,7 @@ import paimon_tail
 import paimon_tail.spark
 from paimon_tail.errors import UsageError
 from tests.conftest import ORDERS, TestWarehouse
+from tests.spark.conftest import local_spark
 
 PARTS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
                    ("name", pa.string()), ("qty", pa.int32()), ("op", pa.string())])
@@ -41,19 +39,7 @@ DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]").appName("paimon-tail-lookup-join")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.pyspark.python", sys.executable)
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    paimon_tail.spark.register(session)
-    yield session
-    session.stop()
+    yield from local_spark("paimon-tail-lookup-join")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 try:
-    from pyspark.sql import SparkSession
+    import pyspark.sql  # noqa: F401
 except ImportError as e:  # pragma: no cover
     pytest.skip(f"!!! PySpark is not installed ({e}): the Spark naming tests DID NOT RUN. "
                 "Install it with: pip install 'paimon-tail[spark]'", allow_module_level=True)
@@ -29,18 +29,12 @@ from paimon_tail.spark.options import parse_options
 from paimon_tail.spark.runtime import ReadSpec
 from paimon_tail.spark.stream import Limits, StreamPlanner
 from tests.conftest import APPEND, TestWarehouse, append_rows
+from tests.spark.conftest import local_spark
 
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[2]").appName("paimon-tail-naming")
-               .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    yield from local_spark("paimon-tail-naming", register=False)
 
 
 @pytest.fixture(scope="module")

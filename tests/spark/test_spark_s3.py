@@ -6,23 +6,20 @@ pypaimon's spelling, so the keys a user writes work.
 """
 from __future__ import annotations
 
-import os
-import sys
-
 import pyarrow as pa
 import pytest
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 try:
-    from pyspark.sql import SparkSession
+    import pyspark.sql  # noqa: F401
 except ImportError as e:  # pragma: no cover
     pytest.skip(f"!!! PySpark is not installed ({e}): the Spark S3 tests DID NOT RUN", allow_module_level=True)
 
-import paimon_tail.spark
 from pypaimon import CatalogFactory, Schema
 
 from tests.objectstore import S3Proxy, S3Server
+from tests.spark.conftest import local_spark
 
 KV = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
 
@@ -50,15 +47,7 @@ def store():
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[2]").appName("paimon-tail-s3-tests")
-               .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
-               .config("spark.pyspark.python", sys.executable).getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    paimon_tail.spark.register(session)
-    yield session
-    session.stop()
+    yield from local_spark("paimon-tail-s3-tests")
 
 
 def _reader(spark, proxy, kind: str = "read"):

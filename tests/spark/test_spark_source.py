@@ -5,7 +5,6 @@ One SparkSession for the module (local[2], no UI, loopback). Tables are small an
 from __future__ import annotations
 
 import os
-import sys
 from collections import Counter
 
 import pyarrow as pa
@@ -15,7 +14,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 try:
     import pyspark  # noqa: F401
-    from pyspark.sql import SparkSession
 except ImportError as e:  # pragma: no cover
     pytest.skip(
         f"!!! PySpark is not installed ({e}): the Spark data source tests DID NOT RUN. "
@@ -28,6 +26,8 @@ import paimon_tail.spark
 from paimon_tail.catalog import open_table
 from pypaimon import CatalogFactory, Schema
 
+from tests.spark.conftest import local_spark
+
 KV = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string()), ("qty", pa.int32()),
                 ("op", pa.string())])
 APPEND = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])
@@ -35,21 +35,7 @@ APPEND = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.f
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers must see pypaimon
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("paimon-tail-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.pyspark.python", sys.executable)
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    paimon_tail.spark.register(session)
-    yield session
-    session.stop()
+    yield from local_spark("paimon-tail-tests")
 
 
 @pytest.fixture(scope="module")

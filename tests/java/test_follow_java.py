@@ -127,7 +127,11 @@ def test_follow_matches_java(java_tables, name, pos):
         assert _fold(p_full, width) == _fold(upto, width, first_row=True)
         assert len(_fold(p_full, width)) >= len(_fold(j_full, width))
     elif name in ("pk_dv",):
-        assert _fold(p_full, width) == _fold(j_full, width)
+        # Java's full read of a DV table skips level 0 (its next delta may bring some of it back); the
+        # truth is Java's stream of every snapshot up to the full one
+        everything = jf.java_oracle(wh, name, stream_from="earliest")["stream"]
+        upto = [p for p in everything if p["snapshot"] <= full_id]
+        assert _fold(p_full, width) == _fold(upto, width) == _fold(j_full, width)
     else:
         assert len(j_full) == 1
         assert _as_inserts(p_full[0]["rows"]) == _as_inserts(j_full[0]["rows"])

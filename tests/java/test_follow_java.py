@@ -9,7 +9,7 @@ timestamp:T) the follower's output (library API, ``row_kind=True``) is compared 
   Kinds differ on purpose: paimon-tail emits the table content as ``+I``; Java 0.9 passes on the
   kind of each key's newest record (``+U``). On deletion-vector tables Java attributes the
   uncompacted part of the full snapshot to a delta, so there the *state* after the full snapshot
-  (full read folded with the deltas up to it) is compared.
+  (full read folded with the deltas up to it) is compared, and with Java's stream of every snapshot.
 * first-row tables: Java 0.9 drops the level-0 rows of the full snapshot (they never reach its
   stream); paimon-tail keeps them, checked against Java's own stream of every snapshot up to it.
 

@@ -48,7 +48,7 @@ def _coordinator(wh: Warehouse, table: str = "kv") -> str:
 @pytest.fixture
 def kv(tmp_path):
     wh = Warehouse(str(tmp_path / "wh"))
-    wh.create("kv", PLAIN_SCHEMA, primary_keys=["k"], bucket=4)
+    wh.create("kv", PLAIN_SCHEMA, primary_keys=["k"], bucket=16)  # a bucket per channel: any move moves one
     wh.write("kv", [{"k": k, "v": f"v{k}", "op": "+I"} for k in range(N)])
     return wh
 
@@ -99,6 +99,15 @@ def test_executors_join_take_channels_and_hand_them_back(kv):
             r = c.lookup_sync(list(range(N)), min_snapshot=sid)
             assert set(r.snapshot_ids.values()) == {sid}
             assert {(row["k"],): row for row in r.rows.to_pylist()} == oracle
+
+            # the executor that held every channel drops the buckets it handed over: once the newcomer holds its
+            # share, each bucket is held once
+            def each_bucket_held_once() -> bool:
+                st = c.status_sync()
+                held = [[b.bucket for b in e.buckets] for e in st.executors]
+                return all(held) and sorted(sum(held, [])) == list(range(16)) and sum(e.keys for e in st.executors) == N
+
+            wait_until(each_bucket_held_once, 10)
     finally:
         assert svc.stop() == 0, svc.lines
         for j in joined:  # serve's clean stop tells them to stop: they exit 0

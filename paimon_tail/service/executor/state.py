@@ -10,8 +10,8 @@ their snapshot id, schema id and channels, so an answer always reflects exactly 
   changed bucket; COMPACT snapshots keep the content.
 * A new schema id (a writer added or widened a column) re-reads every bucket with that schema: pypaimon reads the
   older files evolved, as a batch read would.
-* An assignment that takes channels away drops them from the view at once; channels it adds are answered after
-  the full state that loads them.
+* An assignment that takes channels away drops them from the view at once, with their buckets' stores and local
+  files; channels it adds are answered after the full state that loads them.
 """
 from __future__ import annotations
 
@@ -250,13 +250,25 @@ class TableState:
                     s.drop()
 
     def assign(self, channels: int, owned: Sequence[int]) -> None:
-        """A new assignment: channels taken away stop being answered now; new ones wait for a full state."""
+        """A new assignment: channels taken away stop being answered now, and their buckets' stores and local
+        files are dropped (the coordinator sends them no more changes); new ones wait for a full state."""
         v = self.view
         served = v.served & frozenset(owned) if channels == self.channels else frozenset()
         self.channels = channels
         self.owned = frozenset(owned)
-        if served != v.served:
-            self.view = self._opened(replace(v, served=served))
+        gone = {k for k in (*v.stores, *v.files, *v.broken) if self.channel_of(k) not in self.owned}
+        if served == v.served and not gone:
+            return
+        self.view = self._opened(replace(
+            v, served=served, stores={k: s for k, s in v.stores.items() if k not in gone},
+            files={k: f for k, f in v.files.items() if k not in gone},
+            broken={k: e for k, e in v.broken.items() if k not in gone}))
+        for key in gone:
+            store, files = v.stores.get(key), v.files.get(key)
+            if store is not None:
+                store.drop()
+            if files is not None:
+                self.mirror.release(key[0], key[1], files.files)
 
     def _opened(self, view: View) -> View:
         """``view`` with ``answering`` filled: every bucket of a served channel that is not broken."""

@@ -26,7 +26,7 @@ from .runtime import ROW_KIND, ReadSpec, SplitTask, get_table, output_arrow_sche
 
 try:  # PySpark >= 4.1 (filters), >= 4.2 (admission control, availableNow)
     from pyspark.sql.datasource import (
-        EqualTo, GreaterThan, GreaterThanOrEqual, In, IsNotNull, IsNull, LessThan, LessThanOrEqual, Not,
+        EqualTo, GreaterThan, GreaterThanOrEqual, In, IsNotNull, IsNull, LessThan, LessThanOrEqual,
         StringStartsWith,
     )
 
@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - PySpark 4.0
     HAVE_FILTERS = False
 try:
     from pyspark.sql.streaming.datasource import (
-        ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxFiles, ReadMaxRows, SupportsTriggerAvailableNow,
+        ReadAllAvailable, ReadMaxBytes, ReadMaxFiles, ReadMaxRows, SupportsTriggerAvailableNow,
     )
 
     HAVE_ADMISSION = True

@@ -20,7 +20,7 @@ from ..protocol.changes import BucketKey
 from ..protocol.wire import ipc_stream, stream_of
 from .mirror import partition_path
 from .state import TableState, View
-from .store import key_hashes
+from .store import key_hashes, positions_by_code
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Executor
@@ -257,14 +257,7 @@ def _groups(partition_keys: Sequence[str], keys: pa.Table, buckets: np.ndarray):
         if len(labels) == 1:
             return [(labels[0], None)]
         codes = inverse
-    order = np.argsort(codes, kind="stable")
-    sorted_codes = codes[order]
-    bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
-    out = []
-    for grp in np.split(order, bounds):
-        code = int(codes[grp[0]])
-        out.append(((((), code) if labels is None else labels[code]), grp))
-    return out
+    return [((((), code) if labels is None else labels[code]), grp) for code, grp in positions_by_code(codes)]
 
 
 __all__ = ["ExecutorServicer", "INLINE_KEYS", "Refused"]

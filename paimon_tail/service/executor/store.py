@@ -104,14 +104,10 @@ class Segment:
         first = chunk[0] if len(chunk) else 0
         if len(chunk) == 0 or np.all(chunk == first):
             return pa.Table.from_batches([batches[first].take(pa.array(rows - self.starts[first]))])
-        order = np.argsort(chunk, kind="stable")
-        sorted_chunk = chunk[order]
-        bounds = np.flatnonzero(np.diff(sorted_chunk)) + 1
-        parts = []
-        for grp in np.split(order, bounds):
-            c = int(chunk[grp[0]])
-            parts.append(batches[c].take(pa.array(rows[grp] - self.starts[c])))
+        groups = positions_by_code(chunk)
+        parts = [batches[c].take(pa.array(rows[grp] - self.starts[c])) for c, grp in groups]
         merged = pa.Table.from_batches(parts).combine_chunks()
+        order = np.concatenate([grp for _, grp in groups])
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[order] = np.arange(len(order))
         return merged.take(pa.array(inverse))
@@ -168,6 +164,14 @@ class Segment:
                     break
                 j += 1
         return np.asarray(matched_req, dtype=np.int64), np.asarray(matched_rows, dtype=np.int64)
+
+
+def positions_by_code(codes: np.ndarray) -> List[Tuple[int, np.ndarray]]:
+    """(code, its positions) for each distinct code, codes ascending, positions in order: one stable sort, no
+    per-element Python."""
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    return [(int(codes[grp[0]]), grp) for grp in np.split(order, bounds)]
 
 
 def _index(hashes: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

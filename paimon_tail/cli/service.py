@@ -117,8 +117,7 @@ def _spark_launcher(tables, master, spark_conf, host, start_timeout):
     launcher = SparkExecutors(master=master, conf=parse_conf(spark_conf), host=host, start_timeout=start_timeout,
                               app_name=f"paimon-tail serve {' '.join(tables)}")
     launcher.check_host()  # a loopback --host only when every worker is on loopback too
-    launcher.open_session()  # before gRPC starts any thread in this process
-    return launcher
+    return launcher  # Spark itself starts once the tables are open (ExecutorLauncher.prepare)
 
 
 # ------------------------------------------------------------------------------------------------------ executor

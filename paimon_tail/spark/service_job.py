@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 MAX_QUICK_FAILURES = 5
 QUICK = 60.0  # a job that failed sooner than this counts towards MAX_QUICK_FAILURES
 DEFAULT_START_TIMEOUT = 120.0
+LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-serve.properties")
 
 
 def task_host(spec) -> str:
@@ -184,7 +185,12 @@ class SparkExecutors(ExecutorLauncher):
         # umask, threads): one executor per worker process.
         conf.setdefault("spark.python.worker.reuse", "false")
         conf.setdefault("spark.ui.showConsoleProgress", "false")  # serve's stderr is for its own lines
-        conf.setdefault("spark.log.level", os.environ.get("PAIMON_TAIL_SPARK_LOG", "ERROR"))
+        level = os.environ.get("PAIMON_TAIL_SPARK_LOG")
+        if level is None and "spark.driver.extraJavaOptions" not in conf:
+            # errors only, and none of Spark's start-up lines (its log profile, the native Hadoop warning)
+            conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+        else:
+            conf.setdefault("spark.log.level", level or "ERROR")
         builder = SparkSession.builder.appName(self.app_name)
         if self.master:
             builder = builder.master(self.master)
@@ -192,10 +198,11 @@ class SparkExecutors(ExecutorLauncher):
             builder = builder.config(k, v)
         return builder.getOrCreate()
 
-    def open_session(self) -> None:
-        """Start Spark (its JVM gateway) now. ``serve`` calls this before any gRPC server or channel exists:
-        PySpark forks to launch the JVM, and a fork of a process with gRPC's threads running can kill the child
-        before it execs (seen as "Java gateway process exited before sending its port number")."""
+    def prepare(self) -> None:
+        """Start Spark (its JVM gateway) now, before any gRPC server or channel exists: PySpark forks to launch
+        the JVM, and a fork of a process with gRPC's threads running can kill the child before it execs (seen as
+        "Java gateway process exited before sending its port number"). In a worker thread, PySpark leaves the
+        main thread's SIGINT handler (serve's clean stop) alone."""
         if self.session is None:
             self.session = self._build_session()
 

@@ -192,6 +192,9 @@ def test_executors_are_spark_tasks_and_answer_like_the_batch_read(wh, served, cl
         # The executor runs inside a Python worker of the Spark job, not a spawn child of serve.
         assert "pyspark" in _cmdline(e.info.pid), _cmdline(e.info.pid)
     assert sum(len(e.buckets) for e in st.executors) == 9  # 3 partitions x 3 buckets, split between two
+    # serve's stderr is serve's: none of the driver JVM's start-up lines (its log profile, the Hadoop warning)
+    log = "\n".join(served.lines)
+    assert not any(s in log for s in ("log4j", "NativeCodeLoader", "Setting default log level")), log[:3000]
 
 
 def _status(wh):
@@ -263,6 +266,13 @@ def test_spark_options_need_spark(tmp_path):
     out = subprocess.run([sys.executable, "-m", "paimon_tail", "serve", "db.t", "--warehouse", str(tmp_path),
                           "--spark", "--master", "spark://nowhere:7077"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "routable --host" in out.stderr
+
+
+def test_a_wrong_table_fails_before_spark_starts(wh):
+    """The tables are opened before Spark starts: a typo costs a second and one line, not a JVM's start."""
+    out = subprocess.run([sys.executable, "-m", "paimon_tail", "serve", "db.nope", "--warehouse", wh.path,
+                          "--spark", "--master", "local[1]"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and out.stderr.splitlines() == ["paimon-tail: table db.nope does not exist"], out.stderr
 
 
 def test_a_task_binds_and_advertises_its_workers_address(monkeypatch):

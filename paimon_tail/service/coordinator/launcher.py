@@ -39,6 +39,10 @@ class ExecutorLauncher:
     #: to the executors that are up until it joins again (registry.py)
     keeps_slots = True
 
+    def prepare(self) -> None:
+        """Called once the tables are open and before any gRPC server or channel exists, in a worker thread; may
+        block (the Spark launcher starts its JVM here: a wrong table name fails before that)."""
+
     def start(self, specs: List[ExecutorSpec]) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 

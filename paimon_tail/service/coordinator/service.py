@@ -173,6 +173,8 @@ class QueryService:
         if len(set(self.options.tables)) != len(self.options.tables):
             raise UsageError("a table is listed twice")
         await asyncio.to_thread(self._open_tables)
+        if self.launcher is not None:
+            await asyncio.to_thread(self.launcher.prepare)
         self._prepare_local_dir()
         o = self.options
         self.server = grpc.aio.server(options=server_options(o.max_message_bytes),

@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Dict, List, Optional
 from urllib.parse import urlparse
 
@@ -188,7 +189,7 @@ class SparkExecutors(ExecutorLauncher):
         level = os.environ.get("PAIMON_TAIL_SPARK_LOG")
         if level is None and "spark.driver.extraJavaOptions" not in conf:
             # errors only, and none of Spark's start-up lines (its log profile, the native Hadoop warning)
-            conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+            conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={Path(LOG4J_CONFIG).as_uri()}"
         else:
             conf.setdefault("spark.log.level", level or "ERROR")
         builder = SparkSession.builder.appName(self.app_name)

@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 MAX_QUICK_FAILURES = 5
 QUICK = 60.0  # a job that failed sooner than this counts towards MAX_QUICK_FAILURES
 DEFAULT_START_TIMEOUT = 120.0
-LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-serve.properties")
+LOG4J_CONFIG = Path(__file__).resolve().with_name("log4j2-serve.properties")
 
 
 def task_host(spec) -> str:
@@ -189,7 +189,7 @@ class SparkExecutors(ExecutorLauncher):
         level = os.environ.get("PAIMON_TAIL_SPARK_LOG")
         if level is None and "spark.driver.extraJavaOptions" not in conf:
             # errors only, and none of Spark's start-up lines (its log profile, the native Hadoop warning)
-            conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={Path(LOG4J_CONFIG).as_uri()}"
+            conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"
         else:
             conf.setdefault("spark.log.level", level or "ERROR")
         builder = SparkSession.builder.appName(self.app_name)
@@ -213,8 +213,7 @@ class SparkExecutors(ExecutorLauncher):
 
         self._specs = [replace(spec, orphan_timeout=self.orphan_timeout) for spec in specs]
         self._started = time.monotonic()
-        if self.session is None:
-            self.session = self._build_session()
+        self.prepare()  # when the service did not (a launcher used on its own)
         for spec in self._specs:
             t = threading.Thread(target=self._slot_loop, args=(spec,), daemon=True,
                                  name=f"paimon-tail-spark-executor-{spec.index}")

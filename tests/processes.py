@@ -32,9 +32,10 @@ class CliProcess:
         """stderr for an assertion message, without Java stack frames."""
         return "\n".join(line for line in self.lines if not line.lstrip().startswith("at "))[-6000:]
 
-    def kill_all(self, sig: int = signal.SIGKILL) -> None:
-        """``sig`` to everything of the session still there."""
+    def kill_all(self, sig: int = signal.SIGKILL, timeout: float = 10) -> None:
+        """``sig`` to everything of the session still there, then reap the command itself."""
         try:
             os.killpg(self.proc.pid, sig)
         except ProcessLookupError:
             pass
+        self.proc.wait(timeout)

@@ -107,14 +107,12 @@ class ServeProcess(CliProcess):
             try:
                 self.proc.wait(15)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+                self.kill_all()
         return self.proc.returncode
 
-    def kill_all(self, sig: int = signal.SIGKILL) -> None:
+    def kill_all(self, sig: int = signal.SIGKILL, timeout: float = 5) -> None:
         """SIGKILL the whole service (address server and executors): a crash."""
-        super().kill_all(sig)
-        self.proc.wait(5)
+        super().kill_all(sig, timeout)
 
 
 def run_cli(*args: str, input: Optional[str] = None, env: Optional[dict] = None, timeout: float = 60):

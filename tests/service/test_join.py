@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 from typing import List
 
@@ -32,11 +31,6 @@ class Joined(CliProcess):
         code = self.proc.wait(timeout)
         time.sleep(0.1)  # the reader thread takes the last lines
         return code
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
 
 
 def _coordinator(wh: Warehouse, table: str = "kv") -> str:
@@ -83,7 +77,7 @@ def test_executors_join_take_channels_and_hand_them_back(kv):
 
             # one goes away: its channels move to the other, which answers for all keys within 5 s
             victim = joined.pop(0)
-            victim.kill()
+            victim.kill_all()
             t0 = time.monotonic()
             wait_until(lambda: not c.lookup_sync(list(range(N)), timeout=5).missing, 10, interval=0.05)
             assert time.monotonic() - t0 < 5.0

@@ -33,7 +33,6 @@ class Served(CliProcess):
             except subprocess.TimeoutExpired:
                 pass
         self.kill_all()  # anything of the session still there
-        self.proc.wait(10)
 
 
 @pytest.fixture(scope="module")

@@ -70,13 +70,12 @@ class ClusterServe(CliProcess):
 def served(cluster, wh, cwd):
     svc = ClusterServe(cluster, cwd)
     if not svc.announced.wait(180):
-        os.killpg(svc.proc.pid, signal.SIGKILL)
+        svc.kill_all()
         pytest.fail("serve --spark on the cluster was not ready:\n" + svc.log())
     svc.service_id = regmod.read(wh.catalog.get_table("db.orders")).service_id
     yield svc
     if svc.proc.poll() is None:
-        os.killpg(svc.proc.pid, signal.SIGKILL)
-        svc.proc.wait(10)
+        svc.kill_all()
 
 
 @pytest.fixture

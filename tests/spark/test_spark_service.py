@@ -126,8 +126,7 @@ class SparkServe(CliProcess):
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+            self.kill_all()
             raise AssertionError("serve --spark did not stop:\n" + self.log())
 
 
@@ -154,8 +153,7 @@ def served(wh, tmp_path_factory):
         pytest.fail("serve --spark was not ready:\n" + svc.log())
     yield svc
     if svc.proc.poll() is None:
-        os.killpg(svc.proc.pid, signal.SIGKILL)
-        svc.proc.wait(10)
+        svc.kill_all()
 
 
 @pytest.fixture

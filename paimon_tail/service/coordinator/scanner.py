@@ -40,6 +40,46 @@ ADD, DELETE = 0, 1
 SERVICE_REMOTE_POLL_INTERVAL = 0.3
 
 
+def full_buckets(planner: SnapshotPlanner, snapshot, keep: Optional[Callable[[BucketKey], bool]] = None
+                 ) -> Dict[BucketKey, BucketFiles]:
+    """Every bucket's live files at ``snapshot`` (what a batch read of it reads), with deletion vectors."""
+    plan = planner.full_plan(snapshot)
+    out: Dict[BucketKey, BucketFiles] = {}
+    for split in plan.splits():
+        key = (tuple(split.partition.values), split.bucket)
+        if keep is not None and not keep(key):
+            continue
+        bf = out.setdefault(key, BucketFiles())
+        files = list(split.files)
+        dvs = split.data_deletion_files
+        if dvs is not None or bf.deletion_files is not None:
+            if bf.deletion_files is None:
+                bf.deletion_files = [None] * len(bf.files)
+            bf.deletion_files += list(dvs) if dvs is not None else [None] * len(files)
+        bf.files += files
+    return out
+
+
+def delta_changes(table, snapshot) -> Dict[BucketKey, BucketChange]:
+    """``snapshot``'s delta manifest entries (files added and deleted) by bucket."""
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+    from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+
+    changes: Dict[BucketKey, BucketChange] = {}
+    manifests = ManifestListManager(table).read_delta(snapshot)
+    reader = ManifestFileManager(table)
+    for manifest in manifests:
+        for entry in reader.read(manifest.file_name, drop_stats=True):
+            partition = tuple(entry.partition.values)
+            meta = entry.file
+            if not meta.external_path:
+                meta.file_path = canonical_data_file_path(table, partition, entry.bucket, meta.file_name)
+            change = changes.setdefault((partition, entry.bucket), BucketChange())
+            (change.adds if entry.kind == ADD else change.deletes).append(meta)
+    return changes
+
+
 class TableScanner:
     def __init__(self, name: str, table, registry: Registry, health: Optional[StorageHealth] = None,
                  poll_interval: Optional[float] = None) -> None:
@@ -75,39 +115,10 @@ class TableScanner:
 
     # -- planning (threads) -------------------------------------------------------------------------------
     def _full_buckets(self, snapshot, keep: Optional[Callable[[BucketKey], bool]] = None) -> Dict[BucketKey, BucketFiles]:
-        plan = self.planner.full_plan(snapshot)
-        out: Dict[BucketKey, BucketFiles] = {}
-        for split in plan.splits():
-            key = (tuple(split.partition.values), split.bucket)
-            if keep is not None and not keep(key):
-                continue
-            bf = out.setdefault(key, BucketFiles())
-            files = list(split.files)
-            dvs = split.data_deletion_files
-            if dvs is not None or bf.deletion_files is not None:
-                if bf.deletion_files is None:
-                    bf.deletion_files = [None] * len(bf.files)
-                bf.deletion_files += list(dvs) if dvs is not None else [None] * len(files)
-            bf.files += files
-        return out
+        return full_buckets(self.planner, snapshot, keep)
 
     def _delta_entries(self, snapshot) -> Dict[BucketKey, BucketChange]:
-        from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-        from pypaimon.manifest.manifest_list_manager import ManifestListManager
-        from pypaimon.utils.file_store_path_factory import canonical_data_file_path
-
-        changes: Dict[BucketKey, BucketChange] = {}
-        manifests = ManifestListManager(self.table).read_delta(snapshot)
-        reader = ManifestFileManager(self.table)
-        for manifest in manifests:
-            for entry in reader.read(manifest.file_name, drop_stats=True):
-                partition = tuple(entry.partition.values)
-                meta = entry.file
-                if not meta.external_path:
-                    meta.file_path = canonical_data_file_path(self.table, partition, entry.bucket, meta.file_name)
-                change = changes.setdefault((partition, entry.bucket), BucketChange())
-                (change.adds if entry.kind == ADD else change.deletes).append(meta)
-        return changes
+        return delta_changes(self.table, snapshot)
 
     # -- sending ------------------------------------------------------------------------------------------
     def _send_full(self, snapshot, targets: Set[int], buckets: Dict[BucketKey, BucketFiles]) -> None:

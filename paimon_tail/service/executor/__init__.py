@@ -1,3 +1,2 @@
-"""An executor: joins a coordinator (``runner.py``), keeps local copies of its buckets' files (``mirror.py``),
-merged and indexed into bucket stores (``store.py``) per table (``state.py``), and answers ``Lookup``
-(``servicer.py``)."""
+"""An executor: joins a coordinator (``runner.py``), keeps its buckets in stores (``service/store/``) per table
+(``state.py``), and answers ``Lookup`` (``servicer.py``)."""

@@ -32,9 +32,12 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol.addresses import NoAddress, advertised, split_host_port
 from ..protocol.security import Security, add_port, make_channel, server_options
-from .mirror import partition_path
+from ...storage.retry import StorageRetry
+from ..keys.routing import partition_path
+from ..store import DiskBudget, MemoryCache
+from ..store.budget import DEFAULT_MAX_MEMORY
 from .servicer import ExecutorServicer
-from .state import TableState
+from .state import Stores, TableState
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,8 @@ class ExecutorSpec:
     orphan_timeout: float = 30.0  # ... for at most this long
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     tag: str = ""  # names its private temp dir (with its pid: see private_dir)
+    max_memory: int = DEFAULT_MAX_MEMORY  # decompressed rows kept in memory (bytes)
+    max_disk: Optional[int] = None  # row files on local disk (bytes; None: no limit)
 
 
 class Executor:
@@ -74,6 +79,14 @@ class Executor:
         self.address = ""
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="executor-lookup")
         self._apply_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="executor-apply")
+        # A storage outage is waited out (the executor keeps answering from what it holds).
+        retry = StorageRetry(timeout=None)
+        self.stores = Stores(
+            cache=MemoryCache(spec.max_memory), disk=DiskBudget(spec.max_disk),
+            work=ThreadPoolExecutor(max_workers=2, thread_name_prefix="executor-build"),
+            background=ThreadPoolExecutor(max_workers=1, thread_name_prefix="executor-background"),
+            call=retry.call_sync)
+        self._maintenance: List[asyncio.Task] = []
         self._stop = asyncio.Event()
         self.server: Optional[grpc.aio.Server] = None
         self.root = ""
@@ -119,7 +132,7 @@ class Executor:
             os.makedirs(root, mode=0o700, exist_ok=True)
             try:
                 catalog = self.spec.catalog.open()
-                return {name: TableState(name, open_table(name, catalog), os.path.join(root, name))
+                return {name: TableState(name, open_table(name, catalog), os.path.join(root, name), self.stores)
                         for name in welcome.tables}
             except BaseException:  # (a warehouse this machine cannot open) nothing of ours stays in --local-dir
                 shutil.rmtree(root, ignore_errors=True)
@@ -127,7 +140,10 @@ class Executor:
 
         tables = await asyncio.to_thread(open_all)
         old_root, self.root = self.root, root
+        for task in self._maintenance:
+            task.cancel()
         self.tables, self._table_names = tables, list(welcome.tables)
+        self._maintenance = [asyncio.ensure_future(t.maintain()) for t in tables.values()]
         if old_root and old_root != root:
             shutil.rmtree(old_root, ignore_errors=True)
 
@@ -143,8 +159,9 @@ class Executor:
             return
 
         def prepare():
-            changed = state.at_schema(msg.schema_id) if msg.snapshot_id else False
-            return state.prepare_full(state.codec.full(msg), changed)
+            if msg.snapshot_id:
+                state.at_schema(msg.schema_id)
+            return state.prepare_full(state.codec.full(msg), msg.snapshot_id)
 
         prepared = await asyncio.get_running_loop().run_in_executor(self._apply_pool, prepare)
         await state.swap(prepared, msg.snapshot_id, msg.commit_time_ms, full=True)
@@ -158,8 +175,8 @@ class Executor:
             return
 
         def prepare():
-            changed = state.at_schema(msg.schema_id)
-            return state.prepare_delta(msg.commit_kind, state.codec.delta(msg), changed)
+            state.at_schema(msg.schema_id)
+            return state.prepare_delta(msg.commit_kind, state.codec.delta(msg), msg.snapshot_id)
 
         prepared = await asyncio.get_running_loop().run_in_executor(self._apply_pool, prepare)
         await state.swap(prepared, msg.snapshot_id, msg.commit_time_ms, full=False)
@@ -306,11 +323,15 @@ class Executor:
 
     async def close(self) -> None:
         self._stop.set()
+        for task in self._maintenance:
+            task.cancel()
         if self.server is not None:
             await self.server.stop(0.5)
             self.server = None
         self.pool.shutdown(wait=False, cancel_futures=True)
         self._apply_pool.shutdown(wait=False, cancel_futures=True)
+        self.stores.work.shutdown(wait=False, cancel_futures=True)
+        self.stores.background.shutdown(wait=False, cancel_futures=True)
         if self.root:
             shutil.rmtree(self.root, ignore_errors=True)
 

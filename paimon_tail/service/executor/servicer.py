@@ -17,10 +17,10 @@ import pyarrow as pa
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol.changes import BucketKey
+from ..keys.routing import partition_path
 from ..protocol.wire import ipc_stream, stream_of
-from .mirror import partition_path
+from ..store.runs import positions_by_code
 from .state import TableState, View
-from .store import key_hashes, positions_by_code
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Executor
@@ -99,18 +99,28 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
                                              pb.FailedKeys(positions=[0], reason=problem.reason, retry=problem.retry)])
             store = None  # a served bucket without rows yet
         if store is not None:
+            target = state.target(view, columns)
+            loop = asyncio.get_running_loop()
             if store.exact:
                 v = values[0]
                 if not -_SIGN <= v < _SIGN:
                     raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "keys do not fit the key columns: out of range")
-                hit = store.find_exact(np.uint64((v & _M64) ^ _SIGN))
+                hit = store.find_one(state.hasher.one(v))
                 if hit is not None:
+                    run, row = hit
+                    # a row not on local disk yet (loading, or evicted) is read in a thread: the loop never waits
+                    batch = run.row(row, target) if run.built else \
+                        await loop.run_in_executor(ex.pool, run.row, row, target)
                     return pb.LookupResponse(
                         snapshot_id=view.snapshot_id, schema_id=view.schema_id, found=(0,),
-                        rows_ipc=stream_of(state.schema_message(view, columns), hit[0].row(hit[1], columns)))
+                        rows_ipc=stream_of(state.schema_message(view, columns), batch))
             else:
                 keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, values)}, schema=state.key_schema)
-                req, rows = store.lookup(keys, None, columns)
+                h, h2 = state.hasher.hashes(keys)
+                if state.warm(view):
+                    req, rows = store.lookup(keys, h, h2, target)
+                else:
+                    req, rows = await loop.run_in_executor(ex.pool, store.lookup, keys, h, h2, target)
                 if len(req):
                     return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
                                              rows_ipc=ipc_stream(rows), found=(0,))
@@ -149,7 +159,7 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
         ex.requests += 1
         ex.keys_looked_up += n
         v1 = request.protocol_version < 2
-        if n <= INLINE_KEYS:
+        if n <= INLINE_KEYS and state.warm(view):
             found, rows, failed = self.answer(state, view, keys, buckets, columns, v1)
         else:
             found, rows, failed = await asyncio.get_running_loop().run_in_executor(
@@ -162,7 +172,8 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
         n = keys.num_rows
         if n == 0:
             return [], state.empty_rows(view, columns), []
-        h_all = key_hashes(keys)
+        h_all, h2_all = state.hasher.hashes(keys)
+        target = state.target(view, columns)
         found_idx, tables, failed = [], [], []
         for key, sel in _groups(state.routing.partition_keys, keys, buckets):
             problem = self._problem(state, view, key)
@@ -176,13 +187,13 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
             if store is None:
                 continue
             if sel is None:  # the whole batch is one (partition, bucket)
-                req, rows = store.lookup(keys, h_all, columns)
+                req, rows = store.lookup(keys, h_all, h2_all, target)
                 if rows is not None and len(req):
                     found_idx.append(req)
                     tables.append(rows)
                 continue
             sub = keys.take(pa.array(sel)) if not store.exact else keys
-            req, rows = store.lookup(sub, h_all[sel], columns)
+            req, rows = store.lookup(sub, h_all[sel], h2_all[sel] if h2_all is not None else None, target)
             if rows is not None and len(req):
                 found_idx.append(sel[req])
                 tables.append(rows)

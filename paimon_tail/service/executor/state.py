@@ -1,34 +1,41 @@
 """One table on one executor: its bucket stores, the snapshot and schema they reflect, the channels it answers for.
 
 Everything a lookup reads is one immutable ``View``, replaced as a whole: a change message builds new stores off
-the event loop (``prepare_full`` / ``prepare_delta``, in a worker thread) and ``swap`` installs them together with
-their snapshot id, schema id and channels, so an answer always reflects exactly the snapshot it reports.
+the event loop (``prepare_full`` / ``prepare_delta``: buckets in parallel, in worker threads) and ``swap``
+installs them together with their snapshot id, schema id and channels, so an answer always reflects exactly the
+snapshot it reports. How a store is built and changed is ``service/store/``'s business: a commit costs the keys of
+its new files, never a re-merge of a bucket.
+
+What is not needed for a right answer happens in the background (``maintain``), never holding up a snapshot:
+folding a bucket's index overlays into its base, writing the row files of data files no lookup has needed yet,
+and filling the memory cache. A fold is installed only if the bucket's index has not been rebuilt meanwhile.
 
 * A full state (``TableFull``) keeps the stores of buckets whose files did not change (a rebalance or a rejoin
-  costs only the buckets that moved) and builds the others.
-* A delta applies one snapshot: dedup tables upsert new level-0 files into an overlay; other engines re-merge the
-  changed bucket; COMPACT snapshots keep the content.
-* A new schema id (a writer added or widened a column) re-reads every bucket with that schema: pypaimon reads the
-  older files evolved, as a batch read would.
+  costs only the buckets that moved), and reuses the row files of the files a rebuilt bucket still has.
+* A new schema id (a writer added or widened a column) costs nothing here: rows read with an older schema are
+  answered in the new one (``store/runs.py``).
 * An assignment that takes channels away drops them from the view at once, with their buckets' stores and local
   files; channels it adds are answered after the full state that loads them.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Dict, FrozenSet, List, Optional, Sequence
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from ..keys.routing import TableRouting
+from ..keys.routing import TableRouting, partition_path
 from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec, table_mode
 from ..protocol.wire import ipc_stream, schema_bytes
-from .mirror import LocalMirror, partition_path
-from .store import BucketStore
+from ..store import BucketBuilder, BucketStore, DiskBudget, MemoryCache, Target
+from ..store.runs import Run
 
-OVERLAY_LIMIT = 200_000  # re-merge a bucket once its overlays hold this many rows (or a quarter of the base)
+log = logging.getLogger(__name__)
 
 
 def key_kind(arrow_type: pa.DataType) -> Optional[str]:
@@ -45,6 +52,18 @@ def bucket_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0] if text else ''}".strip()
 
 
+@dataclass
+class Stores:
+    """What every table of one executor shares: the memory and disk budgets, the threads that build stores,
+    and the storage retry policy (``call(fn)``)."""
+
+    cache: MemoryCache
+    disk: DiskBudget
+    work: ThreadPoolExecutor  # per-bucket building (a message's buckets in parallel)
+    background: ThreadPoolExecutor  # folds, row files, cache warming
+    call: Callable[[Callable], object]
+
+
 @dataclass(frozen=True)
 class View:
     """What lookups of one table read, all of one snapshot."""
@@ -58,8 +77,9 @@ class View:
     broken: Dict[BucketKey, str] = field(default_factory=dict)  # buckets that cannot be served, and why
     served: FrozenSet[int] = frozenset()  # channels loaded and owned
     schema: Optional[pa.Schema] = None  # the rows' schema (the table's at schema_id)
+    fields: tuple = ()  # the table's fields at schema_id (field ids: rows of older schemas are matched by them)
     # the buckets this view answers for (served channel, not broken) → their store (None: no rows): one dict
-    # lookup decides a one-key request; filled by ``TableState.open``
+    # lookup decides a one-key request; filled by ``TableState._opened``
     answering: Dict[BucketKey, Optional[BucketStore]] = field(default_factory=dict)
 
     def keys_held(self) -> int:
@@ -68,29 +88,34 @@ class View:
 
 @dataclass
 class Prepared:
-    """New stores for a view, built in a worker thread; ``old`` are dropped after the swap."""
+    """New stores for a view, built in worker threads; what the old ones leave is deleted after the swap."""
 
     stores: Dict[BucketKey, BucketStore]
     files: Dict[BucketKey, BucketFiles]
     broken: Dict[BucketKey, str]
-    old: List[BucketStore]
+    garbage: Tuple[List[Run], List[str]] = ((), ())
 
 
 class TableState:
-    def __init__(self, name: str, table, root: str) -> None:
+    def __init__(self, name: str, table, root: str, stores: Stores) -> None:
         self.name = name
         self.root = root
+        self.shared = stores
         self.routing = TableRouting.of(table)
         self.key_names = list(self.routing.primary_keys)
         self.partition_positions = [self.key_names.index(k) for k in self.routing.partition_keys]
         self._empty: Dict[tuple, bytes] = {}
         self._messages: Dict[tuple, bytes] = {}
-        self.mirror = LocalMirror(table, os.path.join(root, "files"))
+        self._targets: Dict[tuple, Target] = {}
+        self.builder = BucketBuilder(table, table_mode(table), stores.cache, stores.disk, stores.call)
         self._use(table)
-        self.view = View(schema=self.schema, schema_id=self.table.table_schema.id)
+        self.view = View(schema=self.schema, schema_id=self.table.table_schema.id, fields=tuple(self.table.fields))
         self.changed = asyncio.Condition()
         self.owned: FrozenSet[int] = frozenset()  # channels the latest assignment gives this executor
         self.channels = 1  # the service's channel count
+        self._dirty = asyncio.Event()  # a new view: the background has work
+        self.folds = 0
+        self._warm: Tuple[Optional[View], bool, float] = (None, False, 0.0)  # (view, all rows on disk, checked at)
 
     def _use(self, table) -> None:
         from pypaimon.schema.data_types import PyarrowFieldParser
@@ -103,10 +128,22 @@ class TableState:
         self.key_types = [f.type for f in self.key_schema]
         # the Value kind of each key column in a one-key request (None: that key takes the Arrow path)
         self.key_kinds = [key_kind(t) for t in self.key_types]
-        self.mirror.use(table)
+        self.builder.use(table)
+
+    @property
+    def hasher(self):
+        return self.builder.hasher
 
     def _out_schema(self, view: View, columns: Optional[Sequence[str]]) -> pa.Schema:
         return view.schema if not columns else pa.schema([view.schema.field(c) for c in columns])
+
+    def target(self, view: View, columns: Optional[Sequence[str]]) -> Target:
+        """The schema answers from ``view`` are in (cached per schema and projection)."""
+        cache_key = (view.schema_id, tuple(columns) if columns else None)
+        t = self._targets.get(cache_key)
+        if t is None:
+            t = self._targets[cache_key] = Target(view.schema_id, view.fields, view.schema, columns)
+        return t
 
     def empty_rows(self, view: View, columns: Optional[Sequence[str]]) -> bytes:
         """An Arrow IPC stream of no rows with the view's schema (cached: every miss answers it)."""
@@ -125,7 +162,7 @@ class TableState:
         return data
 
     def at_schema(self, schema_id: int) -> bool:
-        """Read with schema ``schema_id`` from now on; True when that is a change (every bucket is re-read)."""
+        """Read with schema ``schema_id`` from now on; True when that is a change."""
         if schema_id == self.table.table_schema.id:
             return False
         from pypaimon.schema.schema_manager import SchemaManager
@@ -144,90 +181,84 @@ class TableState:
         return os.path.join(self.root, "stores", partition_path(self.routing.partition_keys, key[0]),
                             f"bucket-{key[1]}")
 
-    # -- building (worker thread) -------------------------------------------------------------------------
-    def _build(self, key: BucketKey, files: BucketFiles) -> Optional[BucketStore]:
-        if not files.files:
-            return None
-        # As a batch read: level-0 files are invisible on first-row and deletion-vector tables until compacted.
-        batches = self.mirror.merged_batches(key[0], key[1], files,
-                                             skip_level0=self.table.options.batch_scan_skip_level0())
-        return BucketStore.build(self.store_dir(key), self.key_names, self.schema, batches)
+    # -- building (worker threads) ------------------------------------------------------------------------
+    def _each(self, jobs: Dict[BucketKey, Callable[[], Optional[BucketStore]]]
+              ) -> Dict[BucketKey, Tuple[Optional[BucketStore], Optional[BaseException]]]:
+        """Run one job per bucket in the shared worker threads; a failure is the bucket's, not the message's."""
+        def guarded(job):
+            try:
+                return job(), None
+            except Exception as e:  # a missing or corrupt file: this bucket reports it, the others serve
+                log.debug("bucket failed", exc_info=True)
+                return None, e
 
-    def prepare_full(self, buckets: Dict[BucketKey, BucketFiles], schema_changed: bool) -> Prepared:
+        if len(jobs) <= 1:
+            return {k: guarded(j) for k, j in jobs.items()}
+        futures = {k: self.shared.work.submit(guarded, j) for k, j in jobs.items()}
+        return {k: f.result() for k, f in futures.items()}
+
+    def prepare_full(self, buckets: Dict[BucketKey, BucketFiles], snapshot_id: int) -> Prepared:
         current = self.view
-        stores, files, broken, kept = {}, {}, {}, set()
+        stores, files, broken = {}, {}, {}
+        jobs = {}
         for key, bf in buckets.items():
             files[key] = bf
             store = current.stores.get(key)
-            if not schema_changed and store is not None and key not in current.broken and \
-                    current.files.get(key, BucketFiles()).same(bf):
+            if store is not None and key not in current.broken and current.files.get(key, BucketFiles()).same(bf):
                 stores[key] = store  # the same files: the same rows
-                kept.add(id(store))
                 continue
-            try:
-                store = self._build(key, bf)
-            except Exception as e:  # a missing or corrupt file: this bucket reports it, the others serve
-                broken[key] = bucket_error(e)
-                continue
-            if store is not None:
+            jobs[key] = (lambda key=key, bf=bf, store=store:
+                         self.builder.full(key, bf, self.store_dir(key), store, snapshot_id))
+        for key, (store, error) in self._each(jobs).items():
+            if error is not None:
+                broken[key] = bucket_error(error)
+            elif store is not None:
                 stores[key] = store
-        old = [s for s in current.stores.values() if id(s) not in kept]
-        return Prepared(stores, files, broken, old)
+        return Prepared(stores, files, broken, self._garbage(current.stores, stores))
 
-    def prepare_delta(self, commit_kind: str, changes: Dict[BucketKey, BucketChange], schema_changed: bool) -> Prepared:
+    def prepare_delta(self, commit_kind: str, changes: Dict[BucketKey, BucketChange], snapshot_id: int) -> Prepared:
         current = self.view
-        if schema_changed:  # every bucket re-read with the new schema
-            files = dict(current.files)
-            for key, change in changes.items():
-                files[key] = change.replace if change.replace is not None else \
-                    files.get(key, BucketFiles()).apply(change.adds, change.deletes)
-                self.mirror.release(key[0], key[1], change.deletes)
-            return self.prepare_full({k: v for k, v in files.items() if v.files}, True)
-        stores, files, old = dict(current.stores), dict(current.files), []
-        broken = dict(current.broken)
+        stores, files, broken = dict(current.stores), dict(current.files), dict(current.broken)
+        jobs = {}
         for key, change in changes.items():
-            try:
-                self._apply_change(key, change, commit_kind, stores, files, old)
-                broken.pop(key, None)
-            except Exception as e:  # a missing or corrupt file: this bucket reports it, the others serve
-                store = stores.pop(key, None)
-                if store is not None:
-                    old.append(store)
-                broken[key] = bucket_error(e)
-        return Prepared(stores, files, broken, old)
+            before = files.get(key, BucketFiles())
+            after = change.replace if change.replace is not None else before.apply(change.adds, change.deletes)
+            files[key] = after
+            if not after.files:
+                files.pop(key)
+            old = stores.get(key) if key not in broken else None
+            if key in broken:
+                jobs[key] = (lambda key=key, after=after:
+                             self.builder.full(key, after, self.store_dir(key), None, snapshot_id))
+            else:
+                jobs[key] = (lambda key=key, change=change, after=after, old=old:
+                             self.builder.apply(old, key, change, commit_kind, after, self.store_dir(key),
+                                                snapshot_id))
+        for key, (store, error) in self._each(jobs).items():
+            if error is not None:
+                stores.pop(key, None)
+                broken[key] = bucket_error(error)
+                continue
+            broken.pop(key, None)
+            if store is None:
+                stores.pop(key, None)
+            else:
+                stores[key] = store
+        return Prepared(stores, files, broken, self._garbage(current.stores, stores))
 
-    def _apply_change(self, key: BucketKey, change: BucketChange, commit_kind: str, stores: Dict, files: Dict,
-                      old: List) -> None:
-        before = files.get(key, BucketFiles())
-        after = change.replace if change.replace is not None else before.apply(change.adds, change.deletes)
-        files[key] = after
-        current = stores.get(key)
-        incremental = (
-            self.mode == "dedup" and commit_kind == "APPEND" and current is not None and not change.deletes
-            and change.replace is None and all(m.level == 0 for m in change.adds)
-        )
-        content_kept = commit_kind == "COMPACT" and self.mode in ("dedup", "merge") and change.replace is None
-        if incremental:
-            new = current.with_changes(self.mirror.change_batches(key[0], key[1], change.adds))
-            if new.overlay_rows > max(OVERLAY_LIMIT, current.base.num_rows // 4):
-                new = self._build(key, after)
-                old.append(current)
-        elif content_kept and (current is not None or not after.files):
-            new = current
-            # Keep the local mirror small: copy the compacted files now, drop the replaced ones.
-            self.mirror.localize(key[0], key[1], BucketFiles(list(change.adds)))
-        else:
-            new = self._build(key, after)
-            if current is not None:
-                old.append(current)
-        if new is None:
-            stores.pop(key, None)
-        else:
-            stores[key] = new
-        if change.deletes:
-            self.mirror.release(key[0], key[1], change.deletes)
-        if not after.files:
-            files.pop(key, None)
+    @staticmethod
+    def _garbage(before: Dict[BucketKey, BucketStore], after: Dict[BucketKey, BucketStore]
+                 ) -> Tuple[List[Run], List[str]]:
+        runs: List[Run] = []
+        paths: List[str] = []
+        for key, old in before.items():
+            new = after.get(key)
+            if new is old:
+                continue
+            r, p = old.garbage(new)
+            runs += r
+            paths += p
+        return runs, paths
 
     # -- swapping (event loop) ----------------------------------------------------------------------------
     async def swap(self, prepared: Optional[Prepared], snapshot_id: int, commit_ms: int, full: bool) -> None:
@@ -238,16 +269,16 @@ class TableState:
         else:
             new = View(snapshot_id=snapshot_id, schema_id=self.table.table_schema.id, commit_ms=commit_ms,
                        ready=True, stores=prepared.stores, files=prepared.files, broken=prepared.broken,
-                       served=self.owned if full else v.served, schema=self.schema)
-        new = self._opened(new)
-        async with self.changed:
-            self.view = new
-            self.changed.notify_all()
+                       served=self.owned if full else v.served, schema=self.schema, fields=tuple(self.table.fields))
+        await self._install(self._opened(new))
         if prepared is not None:
-            live = {id(s.base) for s in prepared.stores.values()}
-            for s in prepared.old:
-                if id(s.base) not in live:
-                    s.drop()
+            _collect(prepared.garbage)
+
+    async def _install(self, view: View) -> None:
+        async with self.changed:
+            self.view = view
+            self.changed.notify_all()
+        self._dirty.set()
 
     def assign(self, channels: int, owned: Sequence[int]) -> None:
         """A new assignment: channels taken away stop being answered now, and their buckets' stores and local
@@ -264,14 +295,92 @@ class TableState:
             files={k: f for k, f in v.files.items() if k not in gone},
             broken={k: e for k, e in v.broken.items() if k not in gone}))
         for key in gone:
-            store, files = v.stores.get(key), v.files.get(key)
+            store = v.stores.get(key)
             if store is not None:
                 store.drop()
-            if files is not None:
-                self.mirror.release(key[0], key[1], files.files)
 
     def _opened(self, view: View) -> View:
         """``view`` with ``answering`` filled: every bucket of a served channel that is not broken."""
         answering = {key: store for key, store in view.stores.items()
                      if key not in view.broken and self.channel_of(key) in view.served}
         return replace(view, answering=answering)
+
+    # -- background (off the lookup and change paths) -------------------------------------------------------
+    async def maintain(self) -> None:
+        """Forever: after each new view, fold what needs folding, then write the row files no lookup has
+        needed yet, then fill the memory cache; each step yields to newer views."""
+        loop = asyncio.get_running_loop()
+        pool = self.shared.background
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            for key, store in list(self.view.stores.items()):
+                if store.needs_fold():
+                    before = store.index
+                    folded = await loop.run_in_executor(pool, before.folded, store.directory)
+                    await self._install_fold(key, before, folded)
+            await self._load(loop, pool)
+
+    async def _install_fold(self, key: BucketKey, before, folded) -> None:
+        v = self.view
+        store = v.stores.get(key)
+        index = store.index.after_fold(before, folded) if store is not None else None
+        if index is None:  # rebuilt meanwhile: this fold is stale
+            _collect(([], [f for f in folded.files() if f not in before.files()]))
+            return
+        stores = dict(v.stores)
+        stores[key] = store.with_index(index)
+        await self._install(self._opened(replace(v, stores=stores)))
+        self.folds += 1
+        _collect(([], [f for f in before.files() if f not in folded.files()]))
+
+    async def _load(self, loop, pool) -> None:
+        disk = self.shared.disk
+        for store in list(self.view.stores.values()):
+            for run in list(store.runs.values()):
+                if self._dirty.is_set():
+                    return  # a newer view first (folds)
+                if run.built:
+                    continue
+                if disk.max_bytes is not None and disk.bytes >= disk.max_bytes * 0.9:
+                    return  # leave the rest to lookups (each writes what it needs)
+                try:
+                    await loop.run_in_executor(pool, run.frames)
+                except Exception:  # the lookup that needs it will report it
+                    log.debug("background write failed", exc_info=True)
+        for store in list(self.view.stores.values()):
+            for run in list(store.runs.values()):
+                if self._dirty.is_set() or not self.shared.cache.has_room(1 << 20):
+                    return
+                await loop.run_in_executor(pool, run.warm)
+
+    def warm(self, view: View) -> bool:
+        """Whether every row of ``view`` is on local disk (a lookup of it never reads a data file, so a small one
+        may be answered on the event loop). Never with a disk budget (rows may go any time)."""
+        if self.shared.disk.max_bytes is not None:
+            return False
+        seen, ok, at = self._warm
+        if seen is view and (ok or time.monotonic() - at < 0.1):
+            return ok
+        ok = all(r.built for s in view.stores.values() for r in s.runs.values())
+        self._warm = (view, ok, time.monotonic())
+        return ok
+
+    def loaded(self) -> Tuple[int, int]:
+        """(runs written, runs) of the current view."""
+        runs = [r for s in self.view.stores.values() for r in s.runs.values()]
+        return sum(1 for r in runs if r.built), len(runs)
+
+
+def _collect(garbage: Tuple[Sequence[Run], Sequence[str]]) -> None:
+    runs, paths = garbage
+    for run in runs:
+        run.drop()
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+__all__ = ["Prepared", "Stores", "TableState", "View", "bucket_error", "key_kind"]

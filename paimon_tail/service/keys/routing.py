@@ -25,6 +25,15 @@ from . import binary_row
 from .binary_row import channel, java_abs  # noqa: F401  (re-exported: the channel of a key lives here)
 
 
+def partition_path(partition_keys: Sequence[str], values: Sequence) -> str:
+    """``k1=v1/k2=v2``: how Paimon names a partition's directory (what ``service status`` shows)."""
+    parts = []
+    for k, v in zip(partition_keys, values):
+        text = "__DEFAULT_PARTITION__" if v is None or str(v).strip() == "" else str(v)
+        parts.append(f"{k}={text}")
+    return "/".join(parts)
+
+
 def binary_row_hash(values: Sequence[Any], fields: Sequence) -> int:
     """``BinaryRow.hashCode()`` (signed int) of a row of ``values`` typed by pypaimon ``fields``."""
     try:

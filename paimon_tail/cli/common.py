@@ -43,6 +43,44 @@ def security_options(f: Callable) -> Callable:
     return f
 
 
+class ByteSize(click.ParamType):
+    """A size: bytes, or with a unit (K, M, G, T; KB/KiB/... mean the same, powers of 1024): ``512M``, ``2G``."""
+
+    name = "SIZE"
+    _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().replace(" ", "")
+        for suffix in ("IB", "B"):
+            if text.endswith(suffix) and len(text) > len(suffix) and not text[-len(suffix) - 1].isdigit():
+                text = text[: -len(suffix)]
+                break
+        else:
+            if text.endswith("B") and text[:-1].replace(".", "", 1).isdigit():
+                text = text[:-1]
+        unit = text[-1] if text and text[-1] in self._UNITS else ""
+        number = text[: len(text) - len(unit)]
+        try:
+            size = int(float(number) * self._UNITS[unit])
+        except ValueError:
+            self.fail(f"{value!r} is not a size (e.g. 512M, 2G, 1048576)", param, ctx)
+        if size <= 0:
+            self.fail(f"{value!r}: a size must be more than 0", param, ctx)
+        return size
+
+
+def store_options(f: Callable) -> Callable:
+    """--max-memory / --max-disk: an executor's budgets (docs/query-service.md#the-store)."""
+    f = click.option("--max-disk", type=ByteSize(), default=None,
+                     help="Row files each executor keeps on local disk, e.g. 20G [default: no limit]; beyond it the "
+                     "least recently used are deleted and read again from the table when needed.")(f)
+    f = click.option("--max-memory", type=ByteSize(), default="1G", show_default=True,
+                     help="Decompressed rows each executor keeps in memory, e.g. 4G.")(f)
+    return f
+
+
 def security_from_options(token_file, tls_cert, tls_key, tls_ca):
     from ..service.protocol.security import Security
 

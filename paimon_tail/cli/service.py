@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..errors import UsageError
-from .common import catalog_options, run, security_from_options, security_options
+from .common import catalog_options, run, security_from_options, security_options, store_options
 
 
 # ------------------------------------------------------------------------------------------------------ serve
@@ -24,7 +24,7 @@ from .common import catalog_options, run, security_from_options, security_option
               help="The address clients and executors dial, written to the registration [default: the bound "
               "address; for --host 0.0.0.0 the machine's name, or its address when the name means loopback].")
 @click.option("--local-dir", type=click.Path(file_okay=False),
-              help="Where executors keep file copies and indexes (default: a private temp dir, removed on exit).")
+              help="Where executors keep row files and key indexes (default: a private temp dir, removed on exit).")
 @click.option("--lease", type=click.FloatRange(2, 3600), default=10.0, show_default=True,
               help="Seconds a registration stays valid without a refresh.")
 @click.option("--poll-interval", type=click.FloatRange(min=0.001), metavar="SECONDS",
@@ -40,10 +40,11 @@ from .common import catalog_options, run, security_from_options, security_option
 @click.option("--spark-start-timeout", type=click.FloatRange(1, 86400), default=120.0, show_default=True,
               metavar="SECONDS", help="--spark: seconds for every executor task to start and join; then serve "
               "ends with the reason (e.g. fewer free cores than --executors).")
+@store_options
 @security_options
 def serve(tables, catalog, executors, channels, host, port, advertise, local_dir, lease, poll_interval,
-          max_batch_keys, max_message_mb, use_spark, master, spark_conf, spark_start_timeout, token_file, tls_cert,
-          tls_key, tls_ca) -> None:
+          max_batch_keys, max_message_mb, use_spark, master, spark_conf, spark_start_timeout, max_memory, max_disk,
+          token_file, tls_cert, tls_key, tls_ca) -> None:
     """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
     from ..service.coordinator.service import QueryService, ServeOptions
     from ..service.protocol.security import is_loopback
@@ -70,7 +71,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
         tables=list(tables), catalog=catalog, executors=executors, channels=channels, host=host, port=port,
         advertise=advertise, local_dir=local_dir, security=security, lease_seconds=lease,
         max_batch_keys=max_batch_keys, max_message_bytes=max_message_mb << 20, launcher=launcher,
-        poll_interval=poll_interval,
+        poll_interval=poll_interval, max_memory=max_memory, max_disk=max_disk,
     )
     stopped_by: list = []  # the signal that asked us to stop
 
@@ -132,13 +133,14 @@ def _spark_launcher(tables, master, spark_conf, host, start_timeout):
               help="The address clients dial [default: the bound address; for --host 0.0.0.0 this machine's address "
               "on the route to the service].")
 @click.option("--local-dir", type=click.Path(file_okay=False),
-              help="Where file copies and indexes go (default: a private temp dir, removed on exit).")
+              help="Where row files and key indexes go (default: a private temp dir, removed on exit).")
 @click.option("--orphan-timeout", type=click.FloatRange(1, 86400), default=30.0, show_default=True,
               help="Seconds to keep trying to join again when the service cannot be reached.")
+@store_options
 @security_options
-def executor_command(coordinator, catalog, host, port, advertise, local_dir, orphan_timeout, token_file, tls_cert,
-                     tls_key, tls_ca) -> None:
-    """Join a running service as one more executor: it takes a share of the buckets, copies their files from the
+def executor_command(coordinator, catalog, host, port, advertise, local_dir, orphan_timeout, max_memory, max_disk,
+                     token_file, tls_cert, tls_key, tls_ca) -> None:
+    """Join a running service as one more executor: it takes a share of the buckets, indexes their files from the
     warehouse and answers lookups at its advertised address, until the service stops it."""
     import asyncio
     import os
@@ -165,7 +167,8 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
     else:
         local_dir = own_dir = private_dir()
     spec = ExecutorSpec(catalog=catalog, coordinator=coordinator, local_dir=local_dir, host=host, port=port,
-                        advertise=advertise, security=security, rejoin=True, orphan_timeout=orphan_timeout)
+                        advertise=advertise, security=security, rejoin=True, orphan_timeout=orphan_timeout,
+                        max_memory=max_memory, max_disk=max_disk)
     executor = Executor(spec)
     executor.announce = lambda message: click.echo(f"paimon-tail: {message}", err=True)
     stopped_by: list = []
@@ -243,6 +246,8 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
                 "lag_snapshots": max(0, latest_id - e.info.snapshot_id) if e.info.snapshot_id else None,
                 "lag_seconds": round(max(0, latest_ms - e.commit_time_ms) / 1000, 3) if e.commit_time_ms else None,
                 "buckets": len(e.buckets), "keys": e.keys,
+                "files_loaded": e.files_loaded, "files": e.files, "disk_bytes": e.disk_bytes,
+                "memory_bytes": e.memory_bytes,
                 "requests_per_second": round(e.requests_per_second, 1),
                 "keys_per_second": round(e.keys_per_second, 1),
                 "bucket_list": [{"partition": b.partition, "bucket": b.bucket, "rows": b.rows} for b in e.buckets],
@@ -276,15 +281,25 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
         console.print(f"[bold red]{outage.describe()}[/] (retrying; lookups answer at the snapshots below)")
     t = Table(show_edge=False, header_style="bold")
     for col in ("executor", "address", "host", "alive", "snapshot", "schema", "lag", "channels", "buckets", "keys",
-                "req/s", "keys/s", "restarts"):
+                "loaded", "disk", "memory", "req/s", "keys/s", "restarts"):
         t.add_column(col)
     for e in data["executor"]:
         lag = "-" if e["lag_snapshots"] is None else f"{e['lag_snapshots']} ({e['lag_seconds']}s)"
         index = f"{e['index']} (joined)" if e["joined"] else str(e["index"])
+        loaded = f"{e['files_loaded']}/{e['files']}" if e["files"] else "-"
         t.add_row(index, e["address"] or "-", e["host"] or "-", "yes" if e["alive"] else "NO", str(e["snapshot"]),
-                  str(e["schema_id"]), lag, str(len(e["channels"])), str(e["buckets"]), str(e["keys"]),
-                  str(e["requests_per_second"]), str(e["keys_per_second"]), str(e["restarts"]))
+                  str(e["schema_id"]), lag, str(len(e["channels"])), str(e["buckets"]), str(e["keys"]), loaded,
+                  _size(e["disk_bytes"]), _size(e["memory_bytes"]), str(e["requests_per_second"]),
+                  str(e["keys_per_second"]), str(e["restarts"]))
     console.print(t)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)  # pragma: no cover
 
 
 __all__ = ["executor_command", "serve", "service"]

@@ -38,6 +38,7 @@ class Member:
     tables: Dict[str, pb.TableServing] = field(default_factory=dict)
     requests: int = 0
     keys: int = 0
+    memory_bytes: int = 0
     rates: Tuple[float, float] = (0.0, 0.0)
     _prev: Optional[Tuple[float, int, int]] = None
     gone: bool = False
@@ -135,6 +136,7 @@ class Registry:
         if prev is None or now - prev[0] >= 1.0:
             member._prev = (now, hb.requests, hb.keys_looked_up)
         member.requests, member.keys = hb.requests, hb.keys_looked_up
+        member.memory_bytes = hb.memory_bytes
 
     def silent(self, timeout: float, now: Optional[float] = None) -> List[Member]:
         now = time.monotonic() if now is None else now

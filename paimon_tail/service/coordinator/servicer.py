@@ -55,6 +55,10 @@ class AddressServicer(pbg.AddressServiceServicer):
                 last_heartbeat_ms=member.last_heartbeat_ms if member else 0,
                 schema_id=serving.schema_id if serving is not None else 0,
                 channels=by_executor.get(index, []),
+                files_loaded=serving.files_loaded if serving is not None else 0,
+                files=serving.files if serving is not None else 0,
+                disk_bytes=serving.disk_bytes if serving is not None else 0,
+                memory_bytes=member.memory_bytes if member else 0,
             ))
         outage = self.outage(request.table)
         return pb.StatusResponse(

@@ -204,9 +204,12 @@ class Executor:
             v = st.view
             buckets = [pb.BucketInfo(partition=partition_path(st.routing.partition_keys, k[0]), bucket=k[1],
                                      rows=s.rows) for k, s in sorted(v.stores.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
+            loaded, files = st.loaded()
             out.append(pb.TableServing(table=name, snapshot_id=v.snapshot_id if v.ready else 0,
                                        commit_time_ms=v.commit_ms, keys=v.keys_held(), buckets=buckets,
-                                       schema_id=v.schema_id, channels=sorted(v.served) if v.ready else []))
+                                       schema_id=v.schema_id, channels=sorted(v.served) if v.ready else [],
+                                       files_loaded=loaded, files=files,
+                                       disk_bytes=sum(s.disk_bytes() for s in v.stores.values())))
         return out
 
     async def _reports(self):
@@ -220,7 +223,8 @@ class Executor:
             except asyncio.TimeoutError:
                 pass
             yield pb.ExecutorReport(heartbeat=pb.Heartbeat(
-                tables=self._serving(), requests=self.requests, keys_looked_up=self.keys_looked_up))
+                tables=self._serving(), requests=self.requests, keys_looked_up=self.keys_looked_up,
+                memory_bytes=self.stores.cache.bytes))
 
     async def _session(self) -> bool:
         """One Join call; True when the service said stop."""

@@ -17,7 +17,7 @@ class BucketInfo(_message.Message):
     def __init__(self, partition: _Optional[str] = ..., bucket: _Optional[int] = ..., rows: _Optional[int] = ...) -> None: ...
 
 class TableServing(_message.Message):
-    __slots__ = ("table", "snapshot_id", "commit_time_ms", "keys", "buckets", "schema_id", "channels")
+    __slots__ = ("table", "snapshot_id", "commit_time_ms", "keys", "buckets", "schema_id", "channels", "files_loaded", "files", "disk_bytes")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     COMMIT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
@@ -25,6 +25,9 @@ class TableServing(_message.Message):
     BUCKETS_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    FILES_LOADED_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    DISK_BYTES_FIELD_NUMBER: _ClassVar[int]
     table: str
     snapshot_id: int
     commit_time_ms: int
@@ -32,7 +35,10 @@ class TableServing(_message.Message):
     buckets: _containers.RepeatedCompositeFieldContainer[BucketInfo]
     schema_id: int
     channels: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, table: _Optional[str] = ..., snapshot_id: _Optional[int] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., schema_id: _Optional[int] = ..., channels: _Optional[_Iterable[int]] = ...) -> None: ...
+    files_loaded: int
+    files: int
+    disk_bytes: int
+    def __init__(self, table: _Optional[str] = ..., snapshot_id: _Optional[int] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., schema_id: _Optional[int] = ..., channels: _Optional[_Iterable[int]] = ..., files_loaded: _Optional[int] = ..., files: _Optional[int] = ..., disk_bytes: _Optional[int] = ...) -> None: ...
 
 class ExecutorsRequest(_message.Message):
     __slots__ = ("table", "protocol_version")
@@ -93,7 +99,7 @@ class StatusRequest(_message.Message):
     def __init__(self, table: _Optional[str] = ...) -> None: ...
 
 class ExecutorStatus(_message.Message):
-    __slots__ = ("info", "commit_time_ms", "keys", "buckets", "requests_per_second", "keys_per_second", "last_heartbeat_ms", "schema_id", "channels")
+    __slots__ = ("info", "commit_time_ms", "keys", "buckets", "requests_per_second", "keys_per_second", "last_heartbeat_ms", "schema_id", "channels", "files_loaded", "files", "disk_bytes", "memory_bytes")
     INFO_FIELD_NUMBER: _ClassVar[int]
     COMMIT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
@@ -103,6 +109,10 @@ class ExecutorStatus(_message.Message):
     LAST_HEARTBEAT_MS_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    FILES_LOADED_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    DISK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     info: ExecutorInfo
     commit_time_ms: int
     keys: int
@@ -112,7 +122,11 @@ class ExecutorStatus(_message.Message):
     last_heartbeat_ms: int
     schema_id: int
     channels: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, info: _Optional[_Union[ExecutorInfo, _Mapping]] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., requests_per_second: _Optional[float] = ..., keys_per_second: _Optional[float] = ..., last_heartbeat_ms: _Optional[int] = ..., schema_id: _Optional[int] = ..., channels: _Optional[_Iterable[int]] = ...) -> None: ...
+    files_loaded: int
+    files: int
+    disk_bytes: int
+    memory_bytes: int
+    def __init__(self, info: _Optional[_Union[ExecutorInfo, _Mapping]] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., requests_per_second: _Optional[float] = ..., keys_per_second: _Optional[float] = ..., last_heartbeat_ms: _Optional[int] = ..., schema_id: _Optional[int] = ..., channels: _Optional[_Iterable[int]] = ..., files_loaded: _Optional[int] = ..., files: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., memory_bytes: _Optional[int] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
     __slots__ = ("table", "address", "started_ms", "num_executors", "executors", "tables", "version", "storage_error", "storage_error_since_ms", "channels", "schema_id")
@@ -159,14 +173,16 @@ class ExecutorHello(_message.Message):
     def __init__(self, address: _Optional[str] = ..., pid: _Optional[int] = ..., instance_id: _Optional[str] = ..., index: _Optional[int] = ..., host: _Optional[str] = ..., protocol_version: _Optional[int] = ..., warehouse: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ("tables", "requests", "keys_looked_up")
+    __slots__ = ("tables", "requests", "keys_looked_up", "memory_bytes")
     TABLES_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
     KEYS_LOOKED_UP_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     tables: _containers.RepeatedCompositeFieldContainer[TableServing]
     requests: int
     keys_looked_up: int
-    def __init__(self, tables: _Optional[_Iterable[_Union[TableServing, _Mapping]]] = ..., requests: _Optional[int] = ..., keys_looked_up: _Optional[int] = ...) -> None: ...
+    memory_bytes: int
+    def __init__(self, tables: _Optional[_Iterable[_Union[TableServing, _Mapping]]] = ..., requests: _Optional[int] = ..., keys_looked_up: _Optional[int] = ..., memory_bytes: _Optional[int] = ...) -> None: ...
 
 class ExecutorReport(_message.Message):
     __slots__ = ("hello", "heartbeat")

@@ -1,0 +1,509 @@
+"""The query service at production size (issue 18): start, footprint, freshness under upserts, memory, budgets.
+
+    python -m benchmarks store --size tiny|5m|20m [--before PATH] [--keep]
+
+Writes (once, cached under benchmarks/results/data/) a primary-key table with pypaimon: ``id BIGINT`` key, ``name``,
+``amount``, ``payload`` (~80 characters: random letters, or a compressible text for 5m), in ``files`` commits of
+sequential ids (so ``files`` files per bucket). Then, with ``paimon-tail serve`` and 2 executors:
+
+* spawn → the first right answers for 1,000 random keys (every name checked) and → full speed (every data file's
+  rows on local disk, from ``service status``), against pyarrow reading every data file of the table once;
+* local disk (``--local-dir``) against the table's data files;
+* one key p50/p99 and 10k-key batches against a gRPC echo with the same clients (the transport's floor);
+* commit → visible (``min_snapshot``) while a writer upserts ``upserts`` random keys per commit, and each executor's
+  anonymous memory after those commits against after start;
+* ``--max-disk`` at a quarter of the table's files: every answer checked, p50 of a warm working set (the keys of
+  the last commits) and of keys drawn from the whole table (every one a row file written again).
+
+``--before PATH`` also starts the source tree at PATH (e.g. ``git worktree add /tmp/before <commit>``) on the same
+table for the start and footprint rows. Results: benchmarks/results/store-<size>-<time>.json and a table.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import pyarrow as pa
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    __package__ = "benchmarks"
+
+from benchmarks.common import DATA, RESULTS, commit_arrow, machine  # noqa: E402
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64()), ("payload", pa.string())])
+ALPHABET = np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", dtype=np.uint8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    name: str
+    rows: int
+    buckets: int
+    files: int  # commits of the initial load = files per bucket
+    compressible: bool
+    upserts: int  # random keys per upsert commit
+    commits: int  # upsert commits while serving
+    period: float  # seconds between upsert commits (at least)
+
+
+SCALES = {
+    "tiny": Scale("tiny", 200_000, 4, 4, False, 20_000, 5, 0.5),
+    "5m": Scale("5m", 5_000_000, 8, 5, True, 150_000, 12, 3.0),
+    "20m": Scale("20m", 20_000_000, 16, 20, False, 200_000, 50, 3.0),
+}
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def loadavg() -> float:
+    return os.getloadavg()[0]
+
+
+# ------------------------------------------------------------------------------------------------ the table
+def rows_of(ids: np.ndarray, version: int, compressible: bool) -> pa.Table:
+    n = len(ids)
+    import pyarrow.compute as pc
+
+    if compressible:
+        payload = pc.binary_join_element_wise("order note for customer #", pc.cast(pa.array(ids % 5000), pa.string()),
+                                              " shipped to warehouse north-east, priority normal", "")
+    else:
+        rng = np.random.default_rng(int(version) * 1_000_003 + int(ids[0]) if n else 0)
+        raw = ALPHABET[rng.integers(0, len(ALPHABET), size=(n, 80))]
+        payload = pa.StringArray.from_buffers(n, pa.py_buffer(np.arange(0, (n + 1) * 80, 80, dtype=np.int32).tobytes()),
+                                              pa.py_buffer(raw.tobytes()))
+    names = pc.binary_join_element_wise(f"v{version}-", pc.cast(pa.array(ids), pa.string()), "")
+    return pa.table({"id": pa.array(ids, pa.int64()), "name": names, "amount": pa.array(ids + version / 10),
+                     "payload": payload}, schema=SCHEMA)
+
+
+def expected_name(key: int, version: int) -> str:
+    return f"v{version}-{key}"
+
+
+def scale_warehouse(scale: Scale) -> str:
+    from pypaimon import CatalogFactory, Schema
+
+    base = DATA / f"store-{scale.name}-{scale.rows}-{scale.buckets}-{scale.files}"
+    wh = base / "warehouse"
+    if (base / "done.json").exists():
+        return str(wh)
+    if base.exists():
+        shutil.rmtree(base)
+    wh.mkdir(parents=True)
+    log(f"writing db.t: {scale.rows:,} rows, {scale.buckets} buckets, {scale.files} commits (once, in {base})")
+    cat = CatalogFactory.create({"warehouse": str(wh)})
+    cat.create_database("db", True)
+    cat.create_table("db.t", Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"],
+                                                        options={"bucket": str(scale.buckets)}), False)
+    table = cat.get_table("db.t")
+    per = scale.rows // scale.files
+    t0 = time.time()
+    for c in range(scale.files):
+        ids = np.arange(c * per, scale.rows if c == scale.files - 1 else (c + 1) * per, dtype=np.int64)
+        commit_arrow(table, rows_of(ids, 0, scale.compressible))
+        log(f"  commit {c + 1}/{scale.files} ({time.time() - t0:.0f}s)")
+    (base / "done.json").write_text(json.dumps(dataclasses.asdict(scale)))
+    return str(wh)
+
+
+def copy_warehouse(src: str) -> str:
+    """A private copy (the upserts must not touch the cached table): hard links for the immutable data files."""
+    dst = tempfile.mkdtemp(prefix="paimon-tail-store-bench-")
+    shutil.copytree(src, dst, dirs_exist_ok=True, copy_function=os.link)
+    # snapshot hints and schema are rewritten by writers: real copies
+    for d, _, files in os.walk(dst):
+        for f in files:
+            p = os.path.join(d, f)
+            if "snapshot" in d or "schema" in d or f in ("LATEST", "EARLIEST"):
+                data = open(p, "rb").read()
+                os.unlink(p)
+                with open(p, "wb") as out:
+                    out.write(data)
+    return dst
+
+
+def data_bytes(wh: str) -> int:
+    total = 0
+    for d, _, files in os.walk(os.path.join(wh, "db.db", "t")):
+        if "/bucket-" in d + "/":
+            total += sum(os.path.getsize(os.path.join(d, f)) for f in files)
+    return total
+
+
+def dir_bytes(path: str) -> int:
+    out = subprocess.run(["du", "-sb", path], capture_output=True, text=True).stdout.split()
+    return int(out[0]) if out else 0
+
+
+def pyarrow_read_all(wh: str) -> float:
+    """Wall seconds for pyarrow to read every data file of the table once (the floor of any start)."""
+    import pyarrow.parquet as pq
+
+    paths = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(wh, "db.db", "t")) for f in fs
+             if f.endswith(".parquet")]
+    t0 = time.perf_counter()
+    for p in paths:
+        pq.read_table(p)
+    return time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------------------------------------ processes
+def anon_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def children(pid: int) -> List[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    pids = []
+    for p in out:
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if b"spawn_main" in f.read():
+                    pids.append(int(p))
+        except OSError:
+            pass
+    return pids
+
+
+class Serve:
+    def __init__(self, wh: str, local_dir: str, *extra: str, src: Optional[str] = None) -> None:
+        env = dict(os.environ)
+        env.pop("PAIMON_WAREHOUSE", None)
+        if src:
+            env["PYTHONPATH"] = src
+            env["PYTHONSAFEPATH"] = "1"
+        self.spawned = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "paimon_tail", "serve", "db.t", "-w", wh, "--executors", "2", "--local-dir",
+             local_dir, *extra], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
+            start_new_session=True, cwd="/")
+        self.lines: List[str] = []
+        self.ready_s: Optional[float] = None
+        self._ready = threading.Event()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            if "ready in" in line and self.ready_s is None:
+                self.ready_s = time.perf_counter() - self.spawned
+                self._ready.set()
+        self._ready.set()
+
+    def wait_ready(self, timeout: float) -> float:
+        self._ready.wait(timeout)
+        if self.ready_s is None:
+            raise RuntimeError("serve did not get ready: " + "".join(self.lines[-20:]))
+        return self.ready_s
+
+    def executor_pids(self) -> List[int]:
+        return children(self.proc.pid)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+
+
+def client_for(wh: str):
+    from paimon_tail.catalog import catalog_config
+    from paimon_tail.service.client import LookupClient
+
+    return LookupClient("db.t", catalog_config(wh), timeout=120)
+
+
+def check(r, keys: List[int], versions: np.ndarray) -> int:
+    """How many of ``keys`` came back wrong or missing (every key exists)."""
+    got = {row["id"]: row["name"] for row in r.rows.to_pylist()} if r.rows is not None else {}
+    return sum(1 for k in keys if got.get(k) != expected_name(k, int(versions[k])))
+
+
+def first_right_answers(wh: str, keys: List[int], versions: np.ndarray, serve: Serve, timeout: float) -> float:
+    """Seconds from spawn until one lookup of ``keys`` answers every one right."""
+    client = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if client is None:
+                client = client_for(wh)
+            r = client.lookup_sync(keys)
+            if check(r, keys, versions) == 0:
+                return time.perf_counter() - serve.spawned
+        except Exception:
+            time.sleep(0.2)
+            continue
+    raise RuntimeError("no right answers in time")
+
+
+def full_speed(client, serve: Serve, timeout: float) -> Dict:
+    """Seconds from spawn until every executor has every data file's rows on disk (``service status``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        st = client.status_sync()
+        ex = list(st.executors)
+        if ex and all(e.files and e.files_loaded >= e.files for e in ex):
+            return {"full_speed_s": round(time.perf_counter() - serve.spawned, 1),
+                    "disk_bytes_status": sum(e.disk_bytes for e in ex),
+                    "memory_bytes_status": sum(e.memory_bytes for e in ex)}
+        time.sleep(0.5)
+    return {"full_speed_s": None}
+
+
+def pct(values: List[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(len(s) * q))] if s else float("nan")
+
+
+def single_keys(client, n_rows: int, versions: np.ndarray, count: int, pool: Optional[np.ndarray] = None) -> Dict:
+    rnd = random.Random(7)
+    lat, wrong = [], 0
+    for _ in range(count):
+        k = int(pool[rnd.randrange(len(pool))]) if pool is not None else rnd.randrange(n_rows)
+        t = time.perf_counter()
+        row = client.get_sync(k)
+        lat.append((time.perf_counter() - t) * 1000)
+        if row is None or row["name"] != expected_name(k, int(versions[k])):
+            wrong += 1
+    return {"p50_ms": round(pct(lat, 0.5), 3), "p99_ms": round(pct(lat, 0.99), 3), "wrong": wrong}
+
+
+def batches(client, n_rows: int, versions: np.ndarray, size: int, reps: int) -> Dict:
+    rnd = random.Random(11)
+    keys = [rnd.randrange(n_rows) for _ in range(size)]
+    r = client.lookup_sync(keys)
+    wrong = check(r, keys, versions)
+    t = time.perf_counter()
+    for _ in range(reps):
+        client.lookup_sync(keys)
+    return {"keys_per_s": int(size * reps / (time.perf_counter() - t)), "wrong": wrong}
+
+
+# ------------------------------------------------------------------------------------------------ phases
+def start_phase(wh: str, scale: Scale, versions: np.ndarray, src: Optional[str], extra=()) -> Dict:
+    local = tempfile.mkdtemp(prefix="paimon-tail-store-local-")
+    serve = Serve(wh, local, *extra, src=src)
+    rnd = random.Random(5)
+    keys = [rnd.randrange(scale.rows) for _ in range(1000)]
+    out: Dict = {"load_start": round(loadavg(), 2)}
+    try:
+        out["right_answers_s"] = round(first_right_answers(wh, keys, versions, serve, 3600), 1)
+        serve.wait_ready(3600)
+        out["ready_s"] = round(serve.ready_s, 1)
+        client = client_for(wh)
+        if src is None:
+            out.update(full_speed(client, serve, 3600))
+        else:  # the tree before had no loading: ready is loaded
+            out["full_speed_s"] = out["ready_s"]
+        out["local_disk_bytes"] = dir_bytes(local)
+        out["executor_anon_mb"] = round(sum(anon_mb(p) for p in serve.executor_pids()), 1)
+        out["single"] = single_keys(client, scale.rows, versions, 2000 if scale.name != "tiny" else 300)
+        out["batch_10k"] = batches(client, scale.rows, versions, 10_000, 30 if scale.name != "tiny" else 5)
+        out["load_end"] = round(loadavg(), 2)
+        client.close_sync()
+    finally:
+        serve.stop()
+        shutil.rmtree(local, ignore_errors=True)
+    return out
+
+
+def upsert_phase(wh: str, scale: Scale, versions: np.ndarray) -> Dict:
+    """Serve while a writer upserts: commit → visible per commit, executor memory before and after."""
+    from pypaimon import CatalogFactory
+
+    local = tempfile.mkdtemp(prefix="paimon-tail-store-local-")
+    serve = Serve(wh, local)
+    out: Dict = {"load_start": round(loadavg(), 2)}
+    try:
+        serve.wait_ready(3600)
+        client = client_for(wh)
+        full_speed(client, serve, 3600)
+        pids = serve.executor_pids()
+        out["anon_mb_after_start"] = round(sum(anon_mb(p) for p in pids), 1)
+        table = CatalogFactory.create({"warehouse": wh}).get_table("db.t")
+        rng = np.random.default_rng(99)
+        visible, wrong = [], 0
+        probe = random.Random(3)
+        for c in range(scale.commits):
+            t_start = time.monotonic()
+            ids = np.unique(rng.integers(0, scale.rows, scale.upserts))
+            version = int(versions.max()) + 1
+            sid = commit_arrow(table, rows_of(ids, version, scale.compressible))
+            committed = time.perf_counter()
+            versions[ids] = version
+            k = int(ids[probe.randrange(len(ids))])
+            r = client.lookup_sync([k], min_snapshot=sid)
+            visible.append(time.perf_counter() - committed)
+            wrong += check(r, [k], versions)
+            if (c + 1) % 10 == 0:
+                log(f"  upsert commit {c + 1}/{scale.commits}: visible after {visible[-1]:.2f}s")
+            time.sleep(max(0.0, scale.period - (time.monotonic() - t_start)))
+        sample = [probe.randrange(scale.rows) for _ in range(2000)]
+        r = client.lookup_sync(sample)
+        wrong += check(r, sample, versions)
+        out["visible_p50_s"] = round(pct(visible, 0.5), 3)
+        out["visible_worst_s"] = round(max(visible), 3)
+        out["wrong"] = wrong
+        time.sleep(2)
+        out["anon_mb_after_commits"] = round(sum(anon_mb(p) for p in pids), 1)
+        out["local_disk_bytes"] = dir_bytes(local)
+        out["load_end"] = round(loadavg(), 2)
+        client.close_sync()
+    finally:
+        serve.stop()
+        shutil.rmtree(local, ignore_errors=True)
+    return out
+
+
+def budget_phase(wh: str, scale: Scale, versions: np.ndarray, table_bytes: int, recent: np.ndarray) -> Dict:
+    """--max-disk at a quarter of the table's files (each executor: an eighth, with 2 executors)."""
+    local = tempfile.mkdtemp(prefix="paimon-tail-store-local-")
+    per_executor = max(1 << 20, table_bytes // 8)
+    serve = Serve(wh, local, "--max-disk", str(per_executor))
+    out: Dict = {"max_disk_per_executor": per_executor, "load_start": round(loadavg(), 2)}
+    try:
+        serve.wait_ready(3600)
+        client = client_for(wh)
+        count = 2000 if scale.name != "tiny" else 300
+        single_keys(client, scale.rows, versions, count, recent)  # warm up the working set
+        out["warm_set"] = single_keys(client, scale.rows, versions, count, recent)
+        out["warm_set_keys"] = int(len(recent))
+        out["whole_table"] = single_keys(client, scale.rows, versions, max(100, count // 10))
+        out["local_disk_bytes"] = dir_bytes(local)
+        out["load_end"] = round(loadavg(), 2)
+        client.close_sync()
+    finally:
+        serve.stop()
+        shutil.rmtree(local, ignore_errors=True)
+    return out
+
+
+def echo_floor(count: int) -> Dict:
+    from benchmarks.lookup import bench_echo
+
+    e = bench_echo(count)
+    return {"p50_ms": e.get("echo_sync_p50_ms"), "p99_ms": e.get("echo_sync_p99_ms")}
+
+
+# ------------------------------------------------------------------------------------------------ report
+def ratio(a, b) -> Optional[float]:
+    return round(a / b, 2) if a and b else None
+
+
+def report(res: Dict) -> List[List[str]]:
+    s, u, b = res["start"], res.get("upserts", {}), res.get("budget", {})
+    tb = res["table_bytes"]
+    rows = [
+        ["spawn → 1,000 keys right", f"{s['right_answers_s']} s", f"pyarrow reads the files {res['pyarrow_read_s']:.1f} s",
+         f"{ratio(s['right_answers_s'], res['pyarrow_read_s'])}x"],
+        ["spawn → full speed", f"{s.get('full_speed_s')} s", "", ""],
+        ["local disk / table files", f"{s['local_disk_bytes'] / 2**20:.0f} MiB", f"{tb / 2**20:.0f} MiB",
+         f"{ratio(s['local_disk_bytes'], tb)}x"],
+        ["one key p50 / p99", f"{s['single']['p50_ms']} / {s['single']['p99_ms']} ms",
+         f"echo {res['echo']['p50_ms']} / {res['echo']['p99_ms']} ms",
+         f"{ratio(s['single']['p50_ms'], res['echo']['p50_ms'])}x / {ratio(s['single']['p99_ms'], res['echo']['p99_ms'])}x"],
+        ["10k-key batches", f"{s['batch_10k']['keys_per_s']:,} keys/s", "", ""],
+    ]
+    if "before" in res:
+        bf = res["before"]
+        rows += [["before: spawn → right / ready", f"{bf['right_answers_s']} / {bf['ready_s']} s", "",
+                  f"{ratio(s['right_answers_s'], bf['right_answers_s'])}x"],
+                 ["before: local disk / table", f"{bf['local_disk_bytes'] / 2**20:.0f} MiB", "",
+                  f"{ratio(bf['local_disk_bytes'], tb)}x"],
+                 ["before: one key p50 / p99", f"{bf['single']['p50_ms']} / {bf['single']['p99_ms']} ms", "", ""],
+                 ["before: 10k-key batches", f"{bf['batch_10k']['keys_per_s']:,} keys/s", "",
+                  f"{ratio(s['batch_10k']['keys_per_s'], bf['batch_10k']['keys_per_s'])}x"]]
+    if u:
+        rows += [["commit → visible p50 / worst", f"{u['visible_p50_s']} / {u['visible_worst_s']} s", "", ""],
+                 ["executors' anon memory: after commits / after start",
+                  f"{u['anon_mb_after_commits']} / {u['anon_mb_after_start']} MiB", "",
+                  f"{ratio(u['anon_mb_after_commits'], u['anon_mb_after_start'])}x"]]
+    if b:
+        rows += [["--max-disk 1/4: warm set p50 / p99", f"{b['warm_set']['p50_ms']} / {b['warm_set']['p99_ms']} ms",
+                  f"{b['warm_set_keys']:,} keys", ""],
+                 ["--max-disk 1/4: any key p50 / p99", f"{b['whole_table']['p50_ms']} / {b['whole_table']['p99_ms']} ms",
+                  "", ""],
+                 ["--max-disk 1/4: local disk / table", f"{b['local_disk_bytes'] / 2**20:.0f} MiB", "",
+                  f"{ratio(b['local_disk_bytes'], tb)}x"]]
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks store", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", choices=list(SCALES), default="tiny")
+    ap.add_argument("--before", metavar="PATH", help="also start the source tree at PATH on the same table")
+    ap.add_argument("--skip", action="append", default=[], choices=["upserts", "budget"])
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args(argv)
+    scale = SCALES[args.size]
+    info = machine()
+    log(f"store benchmark {scale.name}: {scale.rows:,} rows; {info['cpus']} CPUs, load {loadavg():.2f}")
+    cached = scale_warehouse(scale)
+    wh = copy_warehouse(cached)
+    versions = np.zeros(scale.rows, dtype=np.int32)
+    res: Dict = {"benchmark": "store", "size": scale.name, "scale": dataclasses.asdict(scale), "machine": info}
+    errors = 0
+    try:
+        res["table_bytes"] = data_bytes(wh)
+        res["pyarrow_read_s"] = round(pyarrow_read_all(wh), 2)
+        res["echo"] = echo_floor(2000 if scale.name != "tiny" else 300)
+        log("start phase")
+        res["start"] = start_phase(wh, scale, versions, None)
+        errors += res["start"]["single"]["wrong"] + res["start"]["batch_10k"]["wrong"]
+        if args.before:
+            log(f"start phase, tree at {args.before}")
+            res["before"] = start_phase(wh, scale, versions, args.before)
+        if "upserts" not in args.skip:
+            log("upsert phase")
+            res["upserts"] = upsert_phase(wh, scale, versions)
+            errors += res["upserts"]["wrong"]
+        if "budget" not in args.skip:
+            log("--max-disk phase")
+            recent = np.nonzero(versions == versions.max())[0] if versions.max() > 0 else np.arange(scale.rows // 20)
+            res["budget"] = budget_phase(wh, scale, versions, res["table_bytes"], recent)
+            errors += res["budget"]["warm_set"]["wrong"] + res["budget"]["whole_table"]["wrong"]
+    finally:
+        shutil.rmtree(wh, ignore_errors=True)
+    res["wrong_answers"] = errors
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = Path(args.json) if args.json else RESULTS / f"store-{scale.name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(res, indent=1, default=str))
+    width = [max(len(r[i]) for r in report(res)) for i in range(4)]
+    print(f"\nquery service store, {scale.name}: {scale.rows:,} rows, {scale.buckets} buckets x {scale.files} files, "
+          f"2 executors; load {res['start']['load_start']} → {res['start']['load_end']}")
+    for r in [["what", "measured", "baseline", "ratio"]] + report(res):
+        print("  ".join(c.ljust(w) for c, w in zip(r, width)))
+    print(f"wrong answers: {errors}; results in {path}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -75,3 +75,42 @@ def test_busy_port_is_one_line(kv):
         r = run_cli("serve", "db.kv", "--warehouse", kv.path, "--port", str(port), "--executors", "1")
     assert r.returncode == 1
     assert r.stderr == f"paimon-tail: cannot listen on 127.0.0.1:{port}: address already in use\n"
+
+
+@pytest.mark.parametrize("command, option, value, says", [
+    ("serve", "--max-memory", "lots", "'lots' is not a size (e.g. 512M, 2G, 1048576)"),
+    ("serve", "--max-disk", "0", "'0': a size must be more than 0"),
+    ("executor", "--max-disk", "-1G", "'-1G': a size must be more than 0"),
+])
+def test_bad_budgets_are_one_line(kv, command, option, value, says):
+    args = ["serve", "db.kv"] if command == "serve" else ["executor", "--join", "127.0.0.1:1"]
+    r = run_cli(*args, "--warehouse", kv.path, option, value)
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"paimon-tail: Invalid value for '{option}': {says} (see: ")
+    assert r.stderr.endswith(f" {command} --help)\n") and r.stderr.count("\n") == 1
+
+
+def test_budgets_reach_the_executors(kv, tmp_path):
+    """`--max-memory` / `--max-disk` as sizes with units: every answer right, the frame files within the disk budget
+    (one data file may stay above it: the one a lookup is reading)."""
+    from paimon_tail.catalog import catalog_config
+    from paimon_tail.service.client import LookupClient
+
+    from .conftest import ServeProcess
+
+    local = tmp_path / "local"
+    svc = ServeProcess(kv.path, ["db.kv"], "--local-dir", str(local), "--max-memory", "64K", "--max-disk", "1",
+                       executors=1).wait_ready()
+    try:
+        with LookupClient("db.kv", catalog_config(kv.path), timeout=30) as client:
+            for _ in range(3):
+                r = client.lookup_sync(list(range(-5, 105)))
+                assert sorted(row["k"] for row in r.rows.to_pylist()) == list(range(100))
+            st = client.status_sync()
+        (e,) = st.executors
+        assert e.files == 2 and e.memory_bytes <= 64 << 10
+        frames = [os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(local) for f in fs
+                  if f.endswith(".frames")]
+        assert len(frames) == 1, "the disk budget keeps one data file's rows at a time"
+    finally:
+        svc.stop()

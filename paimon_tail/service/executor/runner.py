@@ -37,7 +37,7 @@ from ..keys.routing import partition_path
 from ..store import DiskBudget, MemoryCache
 from ..store.budget import DEFAULT_MAX_MEMORY
 from .servicer import ExecutorServicer
-from .state import Stores, TableState
+from .state import LOADERS, Stores, TableState
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Executor:
         self.stores = Stores(
             cache=MemoryCache(spec.max_memory), disk=DiskBudget(spec.max_disk),
             work=ThreadPoolExecutor(max_workers=2, thread_name_prefix="executor-build"),
-            background=ThreadPoolExecutor(max_workers=1, thread_name_prefix="executor-background"),
+            background=ThreadPoolExecutor(max_workers=LOADERS, thread_name_prefix="executor-background"),
             call=retry.call_sync)
         self._maintenance: List[asyncio.Task] = []
         self._stop = asyncio.Event()

@@ -37,6 +37,8 @@ from ..store.runs import Run
 
 log = logging.getLogger(__name__)
 
+LOADERS = 2  # data files whose rows the background writes at a time
+
 
 def key_kind(arrow_type: pa.DataType) -> Optional[str]:
     """The ``Value`` field a key column travels in when one key is sent without Arrow (``lookup.proto``)."""
@@ -336,18 +338,22 @@ class TableState:
 
     async def _load(self, loop, pool) -> None:
         disk = self.shared.disk
-        for store in list(self.view.stores.values()):
-            for run in list(store.runs.values()):
-                if self._dirty.is_set():
-                    return  # a newer view first (folds)
-                if run.built:
-                    continue
-                if disk.max_bytes is not None and disk.bytes >= disk.max_bytes * 0.9:
-                    return  # leave the rest to lookups (each writes what it needs)
-                try:
-                    await loop.run_in_executor(pool, run.frames)
-                except Exception:  # the lookup that needs it will report it
-                    log.debug("background write failed", exc_info=True)
+        todo = [r for s in self.view.stores.values() for r in s.runs.values() if not r.built]
+        pending: set = set()
+        for run in todo:  # a few files at a time (the background threads), stopping for a newer view
+            if self._dirty.is_set():
+                break
+            if disk.max_bytes is not None and disk.bytes >= disk.max_bytes * 0.9:
+                break  # leave the rest to lookups (each writes what it needs)
+            if run.built:
+                continue
+            pending.add(loop.run_in_executor(pool, _write_quietly, run))
+            if len(pending) >= LOADERS:
+                _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        if pending:
+            await asyncio.wait(pending)
+        if self._dirty.is_set():
+            return
         for store in list(self.view.stores.values()):
             for run in list(store.runs.values()):
                 if self._dirty.is_set() or not self.shared.cache.has_room(1 << 20):
@@ -370,6 +376,13 @@ class TableState:
         """(runs written, runs) of the current view."""
         runs = [r for s in self.view.stores.values() for r in s.runs.values()]
         return sum(1 for r in runs if r.built), len(runs)
+
+
+def _write_quietly(run: Run) -> None:
+    try:
+        run.frames()
+    except Exception:  # the lookup that needs it will report it
+        log.debug("background write failed", exc_info=True)
 
 
 def _collect(garbage: Tuple[Sequence[Run], Sequence[str]]) -> None:

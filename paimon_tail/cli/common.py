@@ -76,8 +76,9 @@ def store_options(f: Callable) -> Callable:
     f = click.option("--max-disk", type=ByteSize(), default=None,
                      help="Row files each executor keeps on local disk, e.g. 20G [default: no limit]; beyond it the "
                      "least recently used are deleted and read again from the table when needed.")(f)
-    f = click.option("--max-memory", type=ByteSize(), default="1G", show_default=True,
-                     help="Decompressed rows each executor keeps in memory, e.g. 4G.")(f)
+    f = click.option("--max-memory", type=ByteSize(), default=None,
+                     help="Decompressed rows each executor keeps in memory, e.g. 4G [default: a quarter of this "
+                     "machine's memory, shared by the executors started here].")(f)
     return f
 
 

@@ -31,7 +31,6 @@ from ...catalog import CatalogConfig, open_table
 from ...errors import ServiceError, UsageError
 from ...storage.retry import StorageHealth
 from ..executor.runner import ExecutorSpec
-from ..store.budget import DEFAULT_MAX_MEMORY
 from ..keys.routing import check_supported
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
@@ -75,7 +74,7 @@ class ServeOptions:
     poll_interval: Optional[float] = None
     # Runs the slots' executors (None: local spawn processes). See launcher.ExecutorLauncher.
     launcher: Optional[ExecutorLauncher] = None
-    max_memory: int = DEFAULT_MAX_MEMORY  # each executor's budgets (service/store/budget.py)
+    max_memory: Optional[int] = None  # each executor's budgets (None: a share of its machine's, see ExecutorSpec)
     max_disk: Optional[int] = None
 
 
@@ -227,7 +226,8 @@ class QueryService:
         if local:
             return ExecutorSpec(catalog=self.catalog, coordinator=self._local_address(), local_dir=self.local_dir,
                                 index=index, host=o.host, security=o.security,
-                                max_message_bytes=o.max_message_bytes, max_memory=o.max_memory, max_disk=o.max_disk)
+                                max_message_bytes=o.max_message_bytes, max_memory=o.max_memory, max_disk=o.max_disk,
+                                memory_share=max(1, self.num_executors))
         return ExecutorSpec(catalog=self.catalog, coordinator=self.address, local_dir=o.local_dir or "",
                             index=index, host=o.host if is_loopback(o.host) else "0.0.0.0", security=o.security, rejoin=True,
                             max_message_bytes=o.max_message_bytes, tag=f"{self.service_id[:10]}-{index}",

@@ -35,7 +35,7 @@ from ..protocol.security import Security, add_port, make_channel, server_options
 from ...storage.retry import StorageRetry
 from ..keys.routing import partition_path
 from ..store import DiskBudget, MemoryCache
-from ..store.budget import DEFAULT_MAX_MEMORY
+from ..store.budget import default_max_memory
 from .servicer import ExecutorServicer
 from .state import LOADERS, Stores, TableState
 
@@ -62,7 +62,8 @@ class ExecutorSpec:
     orphan_timeout: float = 30.0  # ... for at most this long
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     tag: str = ""  # names its private temp dir (with its pid: see private_dir)
-    max_memory: int = DEFAULT_MAX_MEMORY  # decompressed rows kept in memory (bytes)
+    max_memory: Optional[int] = None  # decompressed rows kept in memory (bytes; None: default_max_memory, on the
+    memory_share: int = 1  # executor's own machine, shared by this many executors there)
     max_disk: Optional[int] = None  # row files on local disk (bytes; None: no limit)
 
 
@@ -82,7 +83,7 @@ class Executor:
         # A storage outage is waited out (the executor keeps answering from what it holds).
         retry = StorageRetry(timeout=None)
         self.stores = Stores(
-            cache=MemoryCache(spec.max_memory), disk=DiskBudget(spec.max_disk),
+            cache=MemoryCache(spec.max_memory or default_max_memory(spec.memory_share)), disk=DiskBudget(spec.max_disk),
             work=ThreadPoolExecutor(max_workers=2, thread_name_prefix="executor-build"),
             background=ThreadPoolExecutor(max_workers=LOADERS, thread_name_prefix="executor-background"),
             call=retry.call_sync)

@@ -8,13 +8,25 @@ bucket of the executor and safe to use from any thread.
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from typing import Callable, Dict, Hashable, List, Optional
 
 import pyarrow as pa
 
-DEFAULT_MAX_MEMORY = 1 << 30
+DEFAULT_MAX_MEMORY = 1 << 30  # when the machine's memory cannot be read
+MEMORY_SHARE = 0.25  # of the machine's memory, for all the executors one command starts on it
+
+
+def default_max_memory(executors: int = 1) -> int:
+    """An executor's memory budget when none is given: a quarter of the machine's memory, shared by the
+    ``executors`` one command starts here (at least 256 MiB each)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return DEFAULT_MAX_MEMORY
+    return max(256 << 20, int(total * MEMORY_SHARE) // max(1, executors))
 
 
 class MemoryCache:
@@ -111,4 +123,4 @@ class DiskBudget:
                 self.bytes -= size
 
 
-__all__ = ["DEFAULT_MAX_MEMORY", "DiskBudget", "MemoryCache"]
+__all__ = ["DEFAULT_MAX_MEMORY", "DiskBudget", "MemoryCache", "default_max_memory"]

@@ -380,7 +380,7 @@ class TableState:
 
 def _write_quietly(run: Run) -> None:
     try:
-        run.frames()
+        run.write()
     except Exception:  # the lookup that needs it will report it
         log.debug("background write failed", exc_info=True)
 

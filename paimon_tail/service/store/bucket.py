@@ -192,7 +192,7 @@ class BucketBuilder:
         return FileRun(directory, self.cache, self.disk, self.source, FileRef(meta, key[0], key[1]), self._call)
 
     def _keys(self, key: BucketKey, meta, slot: int, dv=None) -> _Keys:
-        t = self._call(lambda: self.files.read(FileRef(meta, key[0], key[1]), self.key_names))
+        t = self._call(lambda: self.files.keys(FileRef(meta, key[0], key[1])))
         h, h2 = self.hasher.hashes(t)
         rows = np.arange(t.num_rows, dtype=np.int64)
         seq = np.asarray(t.column(SEQUENCE).to_numpy(zero_copy_only=False), dtype=np.int64)

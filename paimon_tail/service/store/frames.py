@@ -29,6 +29,12 @@ def codec() -> pa.Codec:
     return _codec
 
 
+def frame_rows_for(rows) -> int:
+    """Rows per frame for rows like these (a table or a batch): ~``FRAME_BYTES`` uncompressed."""
+    per_row = max(1, rows.nbytes // max(1, rows.num_rows))
+    return int(min(MAX_FRAME_ROWS, max(MIN_FRAME_ROWS, FRAME_BYTES // per_row)))
+
+
 class FrameFile:
     """One frame file (immutable once written). ``row_starts[i]`` is the first row of frame ``i``."""
 
@@ -59,9 +65,6 @@ class FrameFile:
     def disk_bytes(self) -> int:
         return int(self.offsets[-1])
 
-    def frame_of(self, rows: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.row_starts, rows, side="right") - 1
-
     def frame(self, i: int) -> pa.RecordBatch:
         start, end = int(self.offsets[i]), int(self.offsets[i + 1])
         raw = codec().decompress(self._file.read_at(end - start, start), decompressed_size=int(self.raw_sizes[i]),
@@ -87,7 +90,8 @@ class FrameFile:
 class FrameWriter:
     """Writes batches of one schema as frames; ``finish`` returns the readable file."""
 
-    def __init__(self, path: str, schema: pa.Schema, schema_id: int = 0, fields: Sequence = ()) -> None:
+    def __init__(self, path: str, schema: pa.Schema, schema_id: int = 0, fields: Sequence = (),
+                 frame_rows: int = 0) -> None:
         self.path = path
         self.schema = schema
         self.schema_id = schema_id
@@ -99,14 +103,13 @@ class FrameWriter:
         self._raw: List[int] = []
         self._pending: List[pa.RecordBatch] = []
         self._pending_rows = 0
-        self._frame_rows = 0
+        self._frame_rows = frame_rows  # 0: from the first batch (every frame but the last has this many rows)
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
         if self._frame_rows == 0:
-            per_row = max(1, batch.nbytes // batch.num_rows)
-            self._frame_rows = int(min(MAX_FRAME_ROWS, max(MIN_FRAME_ROWS, FRAME_BYTES // per_row)))
+            self._frame_rows = frame_rows_for(batch)
         size = self._frame_rows
         if self._pending:  # complete the frame begun by the previous batch
             need = size - self._pending_rows
@@ -131,6 +134,10 @@ class FrameWriter:
         self._rows.append(self._rows[-1] + batch.num_rows)
         self._raw.append(raw.size)
 
+    @property
+    def frame_rows(self) -> int:
+        return self._frame_rows
+
     def finish(self) -> FrameFile:
         if self._pending:
             self._emit(pa.Table.from_batches(self._pending, self.schema).combine_chunks().to_batches()[0])
@@ -149,8 +156,8 @@ class FrameWriter:
 
 
 def write_frames(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch], schema_id: int = 0,
-                 fields: Sequence = ()) -> FrameFile:
-    writer = FrameWriter(path, schema, schema_id, fields)
+                 fields: Sequence = (), frame_rows: int = 0) -> FrameFile:
+    writer = FrameWriter(path, schema, schema_id, fields, frame_rows)
     try:
         for batch in batches:
             writer.write(batch)
@@ -160,4 +167,4 @@ def write_frames(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
         raise
 
 
-__all__ = ["CHUNK_FRAMES", "FrameFile", "FrameWriter", "codec", "write_frames"]
+__all__ = ["CHUNK_FRAMES", "FrameFile", "FrameWriter", "codec", "frame_rows_for", "write_frames"]

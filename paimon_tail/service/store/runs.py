@@ -1,19 +1,24 @@
-"""Runs: the rows a bucket's key index points into, in frame files under the bucket's directory.
+"""Runs: the rows a bucket's key index points into.
 
-* ``FileRun``: one data file of the table, its rows in file order. Written the first time something needs its
-  rows (a lookup, or the background loader), evictable under ``--max-disk`` and written again from the data file
-  when needed (data files never change), dropped when the table no longer has the file.
+* ``FileRun``: one data file of the table, its rows in file order. The first lookup that needs one of its rows
+  decodes the data file (straight from the warehouse) into the memory cache and is answered from there; its frame
+  file (``frames.py``: compressed, on local disk) is written in the background, from the cache. Evictable under
+  ``--max-disk`` and written again from the data file when needed (data files never change); dropped when the table
+  no longer has the file.
 * ``MergedRun``: a bucket's rows as a batch read merges them (merge engines whose rows cannot be read from one file:
   partial-update, aggregation, a sequence field). Written at once, pinned.
 
-A run keeps the schema its rows were read with; ``take`` answers in any later schema of the table (columns matched
-by field id: added columns come as nulls, renamed ones under their new name, widened ones cast).
+Rows are addressed by position; a run's *layout* (rows per frame, 256 frames per chunk) is fixed when its rows are
+first decoded, so a chunk in the memory cache and the same chunk of the frame file hold the same rows. A run keeps
+the schema its rows were read with; ``take`` answers in any later schema of the table (columns matched by field
+id: added columns come as nulls, renamed ones under their new name, widened ones cast).
 """
 from __future__ import annotations
 
 import itertools
 import os
 import threading
+from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Sequence
 
 import numpy as np
@@ -21,7 +26,7 @@ import pyarrow as pa
 
 from ...compat.kv_files import KIND, SEQUENCE, FileRef, KeyValueFiles
 from .budget import DiskBudget, MemoryCache
-from .frames import CHUNK_FRAMES, FrameFile, write_frames
+from .frames import CHUNK_FRAMES, FrameFile, FrameWriter, frame_rows_for, write_frames
 
 _uids = itertools.count(1)
 FRAMES_BEFORE_CHUNK = 8  # a batch needing more frames than this of one chunk decompresses (and caches) the chunk
@@ -37,6 +42,21 @@ class Target:
         self.schema = pa.schema([schema.field(c) for c in self.columns])
         by_name = {f.name: f for f in self.fields}
         self.ids = [by_name[c].id for c in self.columns]
+
+
+@dataclass(frozen=True)
+class Content:
+    """What a run's rows are: how many, in which schema of the table, cut how."""
+
+    num_rows: int
+    frame_rows: int
+    schema: pa.Schema
+    schema_id: int
+    fields: tuple
+
+    @property
+    def chunk_rows(self) -> int:
+        return self.frame_rows * CHUNK_FRAMES
 
 
 def positions_by_code(codes: np.ndarray):
@@ -55,6 +75,7 @@ class Run:
         self.cache = cache
         self.disk = disk
         self._frames: Optional[FrameFile] = None
+        self._content: Optional[Content] = None
         self._lock = threading.Lock()
         self._dropped = False
 
@@ -64,25 +85,33 @@ class Run:
 
     @property
     def built(self) -> bool:
+        """Its frame file is on local disk (reading any of its rows never touches the warehouse)."""
         return self._frames is not None
 
-    def frames(self) -> FrameFile:
-        frames = self._frames
-        if frames is None:
-            frames = self._load()
-        return frames
+    def write(self) -> None:
+        """Write the frame file if it is not on disk (the background's job)."""
 
-    def _load(self) -> FrameFile:  # pragma: no cover - FileRun's
-        raise RuntimeError("run not written")
+    def _decoded(self) -> List[pa.RecordBatch]:  # pragma: no cover - FileRun's
+        raise RuntimeError("no rows")
 
     # -- reading --------------------------------------------------------------------------------------------
-    def _chunk(self, frames: FrameFile, c: int) -> pa.RecordBatch:
+    def _ready(self) -> Content:
+        content = self._content
+        if content is None:
+            self._decoded()
+            content = self._content
+        return content
+
+    def _chunk(self, c: int, frames: Optional[FrameFile]) -> pa.RecordBatch:
         key = (self.uid, c)
         batch = self.cache.get(key)
-        if batch is None:
+        if batch is not None:
+            return batch
+        if frames is not None:
             batch = frames.chunk(c)
             self.cache.put(key, batch)
-        return batch
+            return batch
+        return self._decoded()[c]
 
     def _frame(self, frames: FrameFile, f: int) -> pa.RecordBatch:
         key = (self.uid, -1 - f)
@@ -92,33 +121,33 @@ class Run:
             self.cache.put(key, batch)
         return batch
 
-    def cached_chunk(self, c: int) -> Optional[pa.RecordBatch]:
-        return self.cache.get((self.uid, c))
-
     def take(self, rows: np.ndarray, target: Target) -> pa.Table:
         """The rows at ``rows`` (any order, that order kept) in ``target``'s schema."""
-        frames = self.frames()
+        content = self._ready()
+        frames = self._frames
         self.disk.touch(self.uid)
-        names = _source_names(frames, target)
-        fidx = frames.frame_of(rows)
+        names = _source_names(content, target)
+        fidx = rows // content.frame_rows
         chunks = fidx // CHUNK_FRAMES
         parts: List[pa.RecordBatch] = []
         order: List[np.ndarray] = []
-        for c, grp in (positions_by_code(chunks) if len(rows) > 1 else [(int(chunks[0]), np.arange(len(rows)))]):
-            batch = self.cached_chunk(c)
-            wanted = np.unique(fidx[grp]) if batch is None else None
-            if batch is None and len(wanted) > FRAMES_BEFORE_CHUNK:
-                batch = self._chunk(frames, c)
-            if batch is not None:
-                start = frames.chunk_start(c)
-                parts.append(batch.select(names).take(pa.array(rows[grp] - start)))
-                order.append(grp)
-                continue
-            for f, sub in (positions_by_code(fidx[grp]) if len(wanted) > 1 else [(int(wanted[0]), np.arange(len(grp)))]):
-                frame = self._frame(frames, f)
-                at = grp[sub]
-                parts.append(frame.select(names).take(pa.array(rows[at] - int(frames.row_starts[f]))))
-                order.append(at)
+        groups = positions_by_code(chunks) if len(rows) > 1 else [(int(chunks[0]), np.arange(len(rows)))]
+        for c, grp in groups:
+            batch = self.cache.get((self.uid, c))
+            if batch is None and frames is not None:
+                wanted = np.unique(fidx[grp])
+                if len(wanted) <= FRAMES_BEFORE_CHUNK:  # a few frames: no need for the whole chunk
+                    subs = positions_by_code(fidx[grp]) if len(wanted) > 1 else [(int(wanted[0]), np.arange(len(grp)))]
+                    for f, sub in subs:
+                        at = grp[sub]
+                        frame = self._frame(frames, f)
+                        parts.append(frame.select(names).take(pa.array(rows[at] - f * content.frame_rows)))
+                        order.append(at)
+                    continue
+            if batch is None:
+                batch = self._chunk(c, frames)
+            parts.append(batch.select(names).take(pa.array(rows[grp] - c * content.chunk_rows)))
+            order.append(grp)
         if len(parts) == 1:
             table = pa.Table.from_batches(parts)
             if len(order[0]) > 1 and np.any(np.diff(order[0]) < 0):
@@ -131,36 +160,42 @@ class Run:
             inverse = np.empty(len(rows), np.int64)
             inverse[flat] = np.arange(len(rows))
             table = table.take(pa.array(inverse))
-        return _evolved(frames, table, target)
+        return _evolved(content, table, target)
 
     def row(self, r: int, target: Target) -> pa.RecordBatch:
         """One row as a record batch (a slice of the cached chunk or frame that holds it)."""
-        frames = self.frames()
-        f = int(frames.frame_of(np.asarray([r]))[0])
-        batch = self.cached_chunk(f // CHUNK_FRAMES)
+        content = self._ready()
+        frames = self._frames
+        c = r // content.chunk_rows
+        batch = self.cache.get((self.uid, c))
         if batch is not None:
-            one = batch.slice(r - frames.chunk_start(f // CHUNK_FRAMES), 1)
+            one = batch.slice(r - c * content.chunk_rows, 1)
+        elif frames is not None:
+            f = r // content.frame_rows
+            one = self._frame(frames, f).slice(r - f * content.frame_rows, 1)
         else:
-            one = self._frame(frames, f).slice(r - int(frames.row_starts[f]), 1)
-        one = one.select(_source_names(frames, target))
-        if frames.schema_id == target.schema_id:
+            one = self._chunk(c, None).slice(r - c * content.chunk_rows, 1)
+        one = one.select(_source_names(content, target))
+        if content.schema_id == target.schema_id:
             return one
-        return _evolved(frames, pa.Table.from_batches([one]), target).to_batches()[0]
+        return _evolved(content, pa.Table.from_batches([one]), target).to_batches()[0]
 
     def keys(self, names: Sequence[str]) -> pa.Table:
-        """Every row's ``names`` columns (whole frames are decompressed: used when an index is rebuilt)."""
-        frames = self.frames()
-        parts = [frames.frame(i).select(list(names)) for i in range(frames.num_frames)]
-        return pa.Table.from_batches(parts, pa.schema([frames.schema.field(n) for n in names]))
+        """Every row's ``names`` columns (used when an index is rebuilt from the rows)."""
+        content = self._ready()
+        frames = self._frames
+        n_chunks = (content.num_rows + content.chunk_rows - 1) // content.chunk_rows
+        parts = [self._chunk(c, frames).select(list(names)) for c in range(n_chunks)]
+        return pa.Table.from_batches(parts, pa.schema([content.schema.field(n) for n in names]))
 
     def warm(self) -> int:
         """Decompress chunks into the memory cache while it has room; returns the bytes added."""
-        frames = self._frames
-        if frames is None:
+        frames, content = self._frames, self._content
+        if frames is None or content is None:
             return 0
         added = 0
         for c in range(frames.num_chunks):
-            if self.cached_chunk(c) is not None:
+            if self.cache.get((self.uid, c)) is not None:
                 continue
             estimate = int(frames.raw_sizes[c * CHUNK_FRAMES:(c + 1) * CHUNK_FRAMES].sum())
             if not self.cache.has_room(estimate):
@@ -179,30 +214,31 @@ class Run:
         """Delete the frame file (lookups reading it keep their mapping until they are done)."""
         with self._lock:
             self._dropped = True
-            self._forget()
-
-    def _forget(self) -> None:
-        self._frames = None
-        self.cache.forget(self.uid)
-        self.disk.remove(self.uid)
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+            self._frames = None
+            self.cache.forget(self.uid)
+            self.disk.remove(self.uid)
+            _unlink(self.path)
 
 
-def _source_names(frames: FrameFile, target: Target) -> List[str]:
-    if frames.schema_id == target.schema_id:
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _source_names(content: Content, target: Target) -> List[str]:
+    if content.schema_id == target.schema_id:
         return target.columns
-    by_id = {f.id: f.name for f in frames.fields}
+    by_id = {f.id: f.name for f in content.fields}
     return [by_id[i] for i in target.ids if i in by_id]
 
 
-def _evolved(frames: FrameFile, table: pa.Table, target: Target) -> pa.Table:
+def _evolved(content: Content, table: pa.Table, target: Target) -> pa.Table:
     """Rows read with an older schema of the table, in ``target``'s (matched by field id)."""
-    if frames.schema_id == target.schema_id:
+    if content.schema_id == target.schema_id:
         return table
-    by_id = {f.id: f.name for f in frames.fields}
+    by_id = {f.id: f.name for f in content.fields}
     arrays = []
     for i, field in zip(target.ids, target.schema):
         name = by_id.get(i)
@@ -218,62 +254,104 @@ def _row_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f for f in schema if f.name not in (SEQUENCE, KIND)])
 
 
-def _rows_only(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Iterable[pa.RecordBatch]:
-    for batch in batches:
-        if SEQUENCE in batch.schema.names or KIND in batch.schema.names:
-            batch = batch.select(schema.names)
-        if batch.schema != schema:
-            batch = pa.Table.from_batches([batch]).cast(schema).combine_chunks().to_batches()[0]
-        yield batch
+def _conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    table = table.select(schema.names)
+    return table.cast(schema) if table.schema != schema else table
+
+
+def _chunks_of(table: pa.Table, content: Content) -> List[pa.RecordBatch]:
+    out = []
+    for start in range(0, max(1, table.num_rows), content.chunk_rows):
+        part = table.slice(start, content.chunk_rows).combine_chunks().to_batches()
+        out.append(part[0] if part else pa.record_batch([pa.array([], f.type) for f in table.schema],
+                                                        schema=table.schema))
+    return out
 
 
 class FileRun(Run):
     """One data file's rows (all of them, in file order: a deletion vector acts on the index, not here)."""
 
     def __init__(self, directory: str, cache: MemoryCache, disk: DiskBudget, source: Callable[[], KeyValueFiles],
-                 ref: FileRef, read: Callable[[Callable[[], FrameFile]], FrameFile]) -> None:
+                 ref: FileRef, read: Callable[[Callable], object]) -> None:
         super().__init__(directory, cache, disk)
         self.ref = ref
         self.source = source  # the table's reader of the moment (files are read in the table's latest schema)
-        self._read = read  # runs the write under the storage retry policy
-        self.writes = 0
+        self._read = read  # runs storage reads under the retry policy
+        self.writes = 0  # frame files written (more than one: evicted and needed again)
+        self.decodes = 0  # data file reads
 
     @property
     def file_name(self) -> str:
         return self.ref.meta.file_name
 
-    def _load(self) -> FrameFile:
+    def _decoded(self) -> List[pa.RecordBatch]:
+        """Read the data file: every chunk into the memory cache (and returned, whatever the cache keeps)."""
         with self._lock:
-            if self._frames is not None:
-                return self._frames
             if self._dropped:
                 raise FileNotFoundError(f"{self.file_name} is no longer part of the table")
             files = self.source()
             schema = _row_schema(files.schema(files.value_names))
-            sid, fields = files.table.table_schema.id, files.table.fields
+            table = _conformed(self._read(lambda: files.read(self.ref)), schema)
+            self.decodes += 1
+            if self._content is None or self._content.schema_id != files.table.table_schema.id:
+                if self._content is not None:  # read again in a newer schema: the old chunks go
+                    self.cache.forget(self.uid)
+                self._content = Content(table.num_rows, frame_rows_for(table), schema, files.table.table_schema.id,
+                                        tuple(files.table.fields))
+            chunks = _chunks_of(table, self._content)
+            for c, batch in enumerate(chunks):
+                self.cache.put((self.uid, c), batch)
+            return chunks
+
+    def write(self) -> None:
+        if self._frames is not None:
+            return
+        content = self._content
+        chunks = None
+        if content is not None:
+            n_chunks = (content.num_rows + content.chunk_rows - 1) // content.chunk_rows
+            cached = [self.cache.get((self.uid, c)) for c in range(max(1, n_chunks))]
+            if all(b is not None for b in cached):
+                chunks = cached
+        if chunks is None:
+            chunks = self._decoded()
+            content = self._content
+        with self._lock:
+            if self._frames is not None or self._dropped:
+                return
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
-            frames = self._read(lambda: write_frames(self.path, schema, _rows_only(files.batches(self.ref), schema),
-                                                     sid, fields))
+            frames = write_frames(self.path, content.schema, chunks, content.schema_id, content.fields,
+                                  content.frame_rows)
             self._frames = frames
             self.writes += 1
         self.disk.add(self.uid, frames.disk_bytes, self.evict)
-        return frames
 
     def evict(self) -> None:
+        """Delete the frame file (over ``--max-disk``); chunks in memory stay until the cache lets them go."""
         with self._lock:
             if self._frames is not None and not self._dropped:
-                self._forget()
+                self._frames = None
+                _unlink(self.path)
 
 
 class MergedRun(Run):
-    """A bucket's merged rows, written from ``batches`` at once (pinned)."""
+    """A bucket's merged rows, written from ``batches`` as they come (pinned)."""
 
     def __init__(self, directory: str, cache: MemoryCache, disk: DiskBudget, schema_id: int, fields: Sequence,
                  schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> None:
         super().__init__(directory, cache, disk)
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        self._frames = write_frames(self.path, schema, _rows_only(batches, schema), schema_id, fields)
+        writer = FrameWriter(self.path, schema, schema_id, fields)
+        try:
+            for batch in batches:
+                if batch.num_rows:
+                    writer.write(_conformed(pa.Table.from_batches([batch]), schema).combine_chunks().to_batches()[0])
+            self._frames = writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        self._content = Content(self._frames.num_rows, writer.frame_rows or 1, schema, schema_id, tuple(fields))
         disk.add(self.uid, self._frames.disk_bytes, None)
 
 
-__all__ = ["FileRun", "MergedRun", "Run", "Target", "positions_by_code"]
+__all__ = ["Content", "FileRun", "MergedRun", "Run", "Target", "positions_by_code"]

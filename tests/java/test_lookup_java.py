@@ -54,13 +54,19 @@ LIVE = jf.LIVE_SCENARIOS
 TABLES = [*STATIC, "pk_partitioned", *LIVE, "mixed"]
 
 
-@pytest.fixture(scope="module")
-def served(java_env, tmp_path_factory):
+#: the store's budgets: none, and far below the tables (rows read from the data files again and again, frame
+#: files evicted and written again) — every test runs with each
+BUDGETS = {"unlimited": (), "tight": ("--max-disk", "96K", "--max-memory", "512K")}
+
+
+@pytest.fixture(scope="module", params=list(BUDGETS))
+def served(java_env, tmp_path_factory, request):
     wh = str(tmp_path_factory.mktemp("java-lookup"))
     jf.write_scenario(wh, *STATIC, "pk_partitioned")
     jf.write_live(wh, 0)
     jf.write_mixed(wh)
-    svc = ServeProcess(wh, [f"db.{t}" for t in TABLES], "--local-dir", os.path.join(wh, "_local")).wait_ready()
+    svc = ServeProcess(wh, [f"db.{t}" for t in TABLES], "--local-dir", os.path.join(wh, "_local"),
+                       *BUDGETS[request.param]).wait_ready()
     clients = {}
     try:
         yield wh, svc, clients

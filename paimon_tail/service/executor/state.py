@@ -20,6 +20,7 @@ and filling the memory cache. A fold is installed only if the bucket's index has
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 import time
@@ -116,6 +117,9 @@ class TableState:
         self.owned: FrozenSet[int] = frozenset()  # channels the latest assignment gives this executor
         self.channels = 1  # the service's channel count
         self._dirty = asyncio.Event()  # a new view: the background has work
+        self._wanted: "collections.deque[Run]" = collections.deque()  # data files lookups read: write them first
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self.builder.on_decoded = self._want
         self.folds = 0
         self._warm: Tuple[Optional[View], bool, float] = (None, False, 0.0)  # (view, all rows on disk, checked at)
 
@@ -308,14 +312,27 @@ class TableState:
         return replace(view, answering=answering)
 
     # -- background (off the lookup and change paths) -------------------------------------------------------
+    def _want(self, run: Run) -> None:
+        """(any thread) A lookup read this data file: write its frame file next (under ``--max-disk`` that is how
+        the files lookups need replace the least recently used)."""
+        self._wanted.append(run)
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._dirty.set)
+
     async def maintain(self) -> None:
-        """Forever: after each new view, fold what needs folding, then write the row files no lookup has
-        needed yet, then fill the memory cache; each step yields to newer views."""
-        loop = asyncio.get_running_loop()
+        """Forever: after each new view, write the frame files lookups asked for, fold what needs folding, then
+        write the frame files no lookup has needed yet, then fill the memory cache; each step yields to newer
+        views."""
+        loop = self._loop = asyncio.get_running_loop()
         pool = self.shared.background
         while True:
             await self._dirty.wait()
             self._dirty.clear()
+            while self._wanted:
+                run = self._wanted.popleft()
+                if not run.built:
+                    await loop.run_in_executor(pool, _write_quietly, run)
             for key, store in list(self.view.stores.items()):
                 if store.needs_fold():
                     before = store.index

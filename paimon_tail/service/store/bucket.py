@@ -169,6 +169,7 @@ class BucketBuilder:
         self.cache = cache
         self.disk = disk
         self._call = call  # runs storage reads under the service's retry policy
+        self.on_decoded: Optional[Callable[[Run], None]] = None  # told when a lookup read a data file's rows
         self.use(table)
         engine = str(table.options.merge_engine()).lower()
         self.newest = "first" not in engine  # first-row: the oldest record wins
@@ -189,7 +190,12 @@ class BucketBuilder:
 
     # -- reading keys -------------------------------------------------------------------------------------
     def _run(self, directory: str, key: BucketKey, meta) -> FileRun:
-        return FileRun(directory, self.cache, self.disk, self.source, FileRef(meta, key[0], key[1]), self._call)
+        return FileRun(directory, self.cache, self.disk, self.source, FileRef(meta, key[0], key[1]), self._call,
+                       self._decoded)
+
+    def _decoded(self, run: Run) -> None:
+        if self.on_decoded is not None:
+            self.on_decoded(run)
 
     def _keys(self, key: BucketKey, meta, slot: int, dv=None) -> _Keys:
         t = self._call(lambda: self.files.keys(FileRef(meta, key[0], key[1])))

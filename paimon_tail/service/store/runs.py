@@ -272,9 +272,11 @@ class FileRun(Run):
     """One data file's rows (all of them, in file order: a deletion vector acts on the index, not here)."""
 
     def __init__(self, directory: str, cache: MemoryCache, disk: DiskBudget, source: Callable[[], KeyValueFiles],
-                 ref: FileRef, read: Callable[[Callable], object]) -> None:
+                 ref: FileRef, read: Callable[[Callable], object],
+                 decoded: Optional[Callable[["Run"], None]] = None) -> None:
         super().__init__(directory, cache, disk)
         self.ref = ref
+        self._on_decoded = decoded  # told after a lookup read the data file (its frame file is wanted)
         self.source = source  # the table's reader of the moment (files are read in the table's latest schema)
         self._read = read  # runs storage reads under the retry policy
         self.writes = 0  # frame files written (more than one: evicted and needed again)
@@ -285,7 +287,14 @@ class FileRun(Run):
         return self.ref.meta.file_name
 
     def _decoded(self) -> List[pa.RecordBatch]:
-        """Read the data file: every chunk into the memory cache (and returned, whatever the cache keeps)."""
+        """Read the data file: every chunk into the memory cache (and returned, whatever the cache keeps); the
+        frame file is then wanted (a lookup needed these rows)."""
+        chunks = self._decode()
+        if self._frames is None and self._on_decoded is not None:
+            self._on_decoded(self)
+        return chunks
+
+    def _decode(self) -> List[pa.RecordBatch]:
         with self._lock:
             if self._dropped:
                 raise FileNotFoundError(f"{self.file_name} is no longer part of the table")
@@ -314,7 +323,7 @@ class FileRun(Run):
             if all(b is not None for b in cached):
                 chunks = cached
         if chunks is None:
-            chunks = self._decoded()
+            chunks = self._decode()
             content = self._content
         with self._lock:
             if self._frames is not None or self._dropped:

@@ -29,7 +29,7 @@ from ..protocol.changes import BucketChange, BucketFiles, BucketKey
 from .budget import DiskBudget, MemoryCache
 from .index import NONE, KeyIndex, Layer, location, resolve, rows_of, slots_of
 from .keys import KeyHasher, keys_equal
-from .runs import FileRun, MergedRun, Run, Target, positions_by_code
+from .runs import FileRun, MergedRun, Run, Target
 
 FOLD_LAYERS = 8  # fold the overlays into the base once there are this many ...
 FOLD_KEYS = 1 << 18  # ... or they hold this many keys (or an eighth of the base)
@@ -89,18 +89,21 @@ class BucketStore:
         return found, table
 
     def _rows(self, locs: np.ndarray, target: Target) -> pa.Table:
-        slots, rows = slots_of(locs), rows_of(locs)
-        if len(locs) == 1 or np.all(slots == slots[0]):
-            return self.runs[int(slots[0])].take(rows, target)
-        parts, order = [], []
-        for slot, grp in positions_by_code(slots):
-            parts.append(self.runs[slot].take(rows[grp], target))
-            order.append(grp)
-        table = pa.concat_tables(parts)
-        flat = np.concatenate(order)
-        inverse = np.empty(len(flat), np.int64)
-        inverse[flat] = np.arange(len(flat))
-        return table.take(pa.array(inverse))
+        """The rows at ``locs``, in that order: one sort groups them by run and orders each run's rows (a location
+        is ``slot << 32 | row``), each run gathers its rows in one pass, and one take puts them back in order."""
+        order = np.argsort(locs, kind="stable") if len(locs) > 1 else np.zeros(1, np.int64)
+        ordered = locs[order]
+        slots, rows = slots_of(ordered), rows_of(ordered)
+        cuts = np.flatnonzero(np.diff(slots)) + 1
+        batches: List[pa.RecordBatch] = []
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ordered)]):
+            batches += self.runs[int(slots[a])].gather(rows[a:b], target)
+        table = pa.Table.from_batches(batches, target.schema) if batches else target.schema.empty_table()
+        if len(order) > 1 and np.any(order[1:] < order[:-1]):
+            inverse = np.empty(len(order), np.int64)
+            inverse[order] = np.arange(len(order))
+            table = table.take(pa.array(inverse))
+        return table
 
     def find_one(self, h: np.uint64) -> Optional[Tuple[Run, int]]:
         """(run, row) of one key of an ``exact`` store, or None."""

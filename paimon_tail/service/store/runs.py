@@ -123,44 +123,49 @@ class Run:
 
     def take(self, rows: np.ndarray, target: Target) -> pa.Table:
         """The rows at ``rows`` (any order, that order kept) in ``target``'s schema."""
+        if len(rows) > 1 and np.any(rows[1:] < rows[:-1]):
+            order = np.argsort(rows, kind="stable")
+            table = pa.Table.from_batches(self.gather(rows[order], target))
+            inverse = np.empty(len(rows), np.int64)
+            inverse[order] = np.arange(len(rows))
+            return table.take(pa.array(inverse))
+        return pa.Table.from_batches(self.gather(rows, target))
+
+    def gather(self, rows: np.ndarray, target: Target) -> List[pa.RecordBatch]:
+        """The rows at ``rows`` (ascending), in ``target``'s schema, as batches in that order."""
         content = self._ready()
         frames = self._frames
         self.disk.touch(self.uid)
         names = _source_names(content, target)
-        fidx = rows // content.frame_rows
-        chunks = fidx // CHUNK_FRAMES
-        parts: List[pa.RecordBatch] = []
-        order: List[np.ndarray] = []
-        groups = positions_by_code(chunks) if len(rows) > 1 else [(int(chunks[0]), np.arange(len(rows)))]
-        for c, grp in groups:
+        evolve = content.schema_id != target.schema_id
+        chunk_rows = content.chunk_rows
+        first, last = int(rows[0]) // chunk_rows, int(rows[-1]) // chunk_rows
+        if first == last:
+            bounds = [(first, 0, len(rows))]
+        else:
+            cuts = np.searchsorted(rows, np.arange(first + 1, last + 1) * chunk_rows)
+            edges = [0, *cuts.tolist(), len(rows)]
+            bounds = [(first + i, a, b) for i, (a, b) in enumerate(zip(edges[:-1], edges[1:])) if b > a]
+        out: List[pa.RecordBatch] = []
+        for c, a, b in bounds:
+            part = rows[a:b]
             batch = self.cache.get((self.uid, c))
             if batch is None and frames is not None:
-                wanted = np.unique(fidx[grp])
-                if len(wanted) <= FRAMES_BEFORE_CHUNK:  # a few frames: no need for the whole chunk
-                    subs = positions_by_code(fidx[grp]) if len(wanted) > 1 else [(int(wanted[0]), np.arange(len(grp)))]
-                    for f, sub in subs:
-                        at = grp[sub]
-                        frame = self._frame(frames, f)
-                        parts.append(frame.select(names).take(pa.array(rows[at] - f * content.frame_rows)))
-                        order.append(at)
+                fidx = part // content.frame_rows
+                if fidx[-1] - fidx[0] < FRAMES_BEFORE_CHUNK or len(np.unique(fidx)) <= FRAMES_BEFORE_CHUNK:
+                    # a few frames: no need for the whole chunk
+                    fcuts = np.flatnonzero(np.diff(fidx)) + 1
+                    for sub in np.split(part, fcuts):
+                        f = int(sub[0]) // content.frame_rows
+                        frame = self._frame(frames, f).select(names)
+                        out.append(frame.take(pa.array(sub - f * content.frame_rows)))
                     continue
             if batch is None:
                 batch = self._chunk(c, frames)
-            parts.append(batch.select(names).take(pa.array(rows[grp] - c * content.chunk_rows)))
-            order.append(grp)
-        if len(parts) == 1:
-            table = pa.Table.from_batches(parts)
-            if len(order[0]) > 1 and np.any(np.diff(order[0]) < 0):
-                inverse = np.empty(len(rows), np.int64)
-                inverse[order[0]] = np.arange(len(rows))
-                table = table.take(pa.array(inverse))
-        else:
-            table = pa.Table.from_batches(parts).combine_chunks()
-            flat = np.concatenate(order)
-            inverse = np.empty(len(rows), np.int64)
-            inverse[flat] = np.arange(len(rows))
-            table = table.take(pa.array(inverse))
-        return _evolved(content, table, target)
+            out.append(batch.select(names).take(pa.array(part - c * chunk_rows)))
+        if evolve:
+            return _evolved(content, pa.Table.from_batches(out), target).to_batches()
+        return out
 
     def row(self, r: int, target: Target) -> pa.RecordBatch:
         """One row as a record batch (a slice of the cached chunk or frame that holds it)."""

@@ -68,7 +68,8 @@ class BucketStore:
     # -- lookups ------------------------------------------------------------------------------------------
     def lookup(self, keys: pa.Table, h: np.ndarray, h2: Optional[np.ndarray], target: Target
                ) -> Tuple[np.ndarray, Optional[pa.Table]]:
-        """(positions in ``keys`` found, their rows in that order) — deleted keys are not found."""
+        """(positions in ``keys`` found, their rows, aligned) — in the order the rows lie on disk, not the keys'
+        (a caller puts a whole batch in order once: ``in_key_order``); deleted keys are not found."""
         locs = self.index.lookup(h, h2)
         found = np.nonzero(locs != NONE)[0]
         if len(found) == 0:
@@ -79,7 +80,8 @@ class BucketStore:
         if check and any(k not in names for k in self.hasher.names):  # the key columns, to compare
             target = Target(target.schema_id, target.fields, _schema_of(target),
                             [*names, *[k for k in self.hasher.names if k not in names]])
-        table = self._rows(locs, target)
+        order, table = self._rows(locs, target)
+        found = found[order]
         if check:
             ok = keys_equal(table, keys.take(pa.array(found)), self.hasher.names)
             if not ok.all():
@@ -88,9 +90,9 @@ class BucketStore:
                 table = table.select(names)
         return found, table
 
-    def _rows(self, locs: np.ndarray, target: Target) -> pa.Table:
-        """The rows at ``locs``, in that order: one sort groups them by run and orders each run's rows (a location
-        is ``slot << 32 | row``), each run gathers its rows in one pass, and one take puts them back in order."""
+    def _rows(self, locs: np.ndarray, target: Target) -> Tuple[np.ndarray, pa.Table]:
+        """(order, rows): the rows at ``locs[order]``. One sort groups the locations by run and orders each run's
+        rows (a location is ``slot << 32 | row``), and each run gathers its rows in one pass."""
         order = np.argsort(locs, kind="stable") if len(locs) > 1 else np.zeros(1, np.int64)
         ordered = locs[order]
         slots, rows = slots_of(ordered), rows_of(ordered)
@@ -99,11 +101,7 @@ class BucketStore:
         for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ordered)]):
             batches += self.runs[int(slots[a])].gather(rows[a:b], target)
         table = pa.Table.from_batches(batches, target.schema) if batches else target.schema.empty_table()
-        if len(order) > 1 and np.any(order[1:] < order[:-1]):
-            inverse = np.empty(len(order), np.int64)
-            inverse[order] = np.arange(len(order))
-            table = table.take(pa.array(inverse))
-        return table
+        return order, table
 
     def find_one(self, h: np.uint64) -> Optional[Tuple[Run, int]]:
         """(run, row) of one key of an ``exact`` store, or None."""
@@ -128,6 +126,14 @@ class BucketStore:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
+
+
+def in_key_order(found: np.ndarray, table: pa.Table) -> Tuple[np.ndarray, pa.Table]:
+    """``found`` ascending, ``table``'s rows with them."""
+    if len(found) > 1 and np.any(found[1:] < found[:-1]):
+        order = np.argsort(found, kind="stable")
+        return found[order], table.take(pa.array(order))
+    return found, table
 
 
 def _schema_of(target: Target) -> pa.Schema:
@@ -371,4 +377,4 @@ def _fresh(gen, sink):
     return gen()
 
 
-__all__ = ["BucketBuilder", "BucketStore"]
+__all__ = ["BucketBuilder", "BucketStore", "in_key_order"]

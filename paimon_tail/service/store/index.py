@@ -20,8 +20,6 @@ import numpy as np
 
 NONE = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 MMAP_MIN_KEYS = 1 << 16  # a base with more keys lives in files under the bucket directory, memory-mapped
-TWO_LEVEL_MIN = 1 << 16  # layers with more keys are searched in two levels (``Layer.lower_bound``)
-STRIDE = 64
 _ROW_MASK = np.uint64(0xFFFF_FFFF)
 
 
@@ -68,32 +66,6 @@ class Layer:
             dead = None
         return cls(h, h2, loc, dead)
 
-    def lower_bound(self, q: np.ndarray) -> np.ndarray:
-        """``np.searchsorted(self.h, q, "left")``, in two levels for a large layer: a sample of every
-        ``STRIDE``-th hash (in memory, cache-sized) finds each key's block, and one pass over the block's
-        consecutive hashes finds the key. A binary search over millions of hashes costs ~20 cache misses per key
-        once a batch has pushed the index out of the CPU's caches; this costs two, with the hardware prefetching
-        the rest."""
-        n = len(self.h)
-        if n < TWO_LEVEL_MIN or len(q) < 16:
-            return np.searchsorted(self.h, q, side="left").astype(np.int64)
-        top = self.__dict__.get("_top")
-        if top is None:
-            top = np.ascontiguousarray(self.h[::STRIDE])
-            object.__setattr__(self, "_top", top)
-        out = np.empty(len(q), np.int64)
-        steps = np.arange(STRIDE, dtype=np.int64)
-        for lo in range(0, len(q), 8192):  # bounded temporaries
-            part = q[lo:lo + 8192]
-            j = np.searchsorted(top, part, side="left").astype(np.int64)
-            base = np.maximum(j - 1, 0) * STRIDE
-            idx = base[:, None] + steps
-            inside = idx < n
-            block = self.h[np.minimum(idx, n - 1)]
-            below = ((block < part[:, None]) & inside).sum(axis=1)
-            out[lo:lo + 8192] = np.where(j == 0, 0, base + below)
-        return out
-
     def search(self, h: np.ndarray, h2: Optional[np.ndarray]) -> np.ndarray:
         """Position in this layer of each key, or -1."""
         n = len(self.h)
@@ -102,7 +74,7 @@ class Layer:
         if len(h) > 64:  # sorted probes share cache lines and pages
             order = np.argsort(h, kind="stable")
             pos = np.empty(len(h), dtype=np.int64)
-            pos[order] = self.lower_bound(h[order])
+            pos[order] = np.searchsorted(self.h, h[order], side="left")
         else:
             pos = np.searchsorted(self.h, h, side="left").astype(np.int64)
         at = np.minimum(pos, n - 1)

@@ -152,16 +152,18 @@ def dir_bytes(path: str) -> int:
     return int(out[0]) if out else 0
 
 
-def pyarrow_read_all(wh: str) -> float:
-    """Wall seconds for pyarrow to read every data file of the table once (the floor of any start)."""
+def pyarrow_read_all(wh: str):
+    """(wall seconds for pyarrow to read every data file of the table once — the floor of any start —, the bytes
+    they decode to)."""
     import pyarrow.parquet as pq
 
     paths = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(wh, "db.db", "t")) for f in fs
              if f.endswith(".parquet")]
     t0 = time.perf_counter()
+    nbytes = 0
     for p in paths:
-        pq.read_table(p)
-    return time.perf_counter() - t0
+        nbytes += pq.read_table(p).nbytes
+    return time.perf_counter() - t0, nbytes
 
 
 # ------------------------------------------------------------------------------------------------ processes
@@ -334,19 +336,26 @@ def start_phase(wh: str, scale: Scale, versions: np.ndarray, src: Optional[str],
     return out
 
 
-def upsert_phase(wh: str, scale: Scale, versions: np.ndarray) -> Dict:
-    """Serve while a writer upserts: commit → visible per commit, executor memory before and after."""
+def cache_mb(client) -> float:
+    return round(sum(e.memory_bytes for e in client.status_sync().executors) / 2 ** 20, 1)
+
+
+def upsert_phase(wh: str, scale: Scale, versions: np.ndarray, max_memory: str) -> Dict:
+    """Serve while a writer upserts: commit → visible per commit, executor memory before and after (all of it,
+    and what is not the memory cache, whose budget ``max_memory`` bounds)."""
     from pypaimon import CatalogFactory
 
     local = tempfile.mkdtemp(prefix="paimon-tail-store-local-")
-    serve = Serve(wh, local)
-    out: Dict = {"load_start": round(loadavg(), 2)}
+    serve = Serve(wh, local, "--max-memory", max_memory)
+    out: Dict = {"load_start": round(loadavg(), 2), "max_memory": max_memory}
     try:
         serve.wait_ready(3600)
         client = client_for(wh)
         full_speed(client, serve, 3600)
+        time.sleep(3)  # the background fills the cache after the last file
         pids = serve.executor_pids()
         out["anon_mb_after_start"] = round(sum(anon_mb(p) for p in pids), 1)
+        out["cache_mb_after_start"] = cache_mb(client)
         table = CatalogFactory.create({"warehouse": wh}).get_table("db.t")
         rng = np.random.default_rng(99)
         visible, wrong = [], 0
@@ -373,6 +382,8 @@ def upsert_phase(wh: str, scale: Scale, versions: np.ndarray) -> Dict:
         out["wrong"] = wrong
         time.sleep(2)
         out["anon_mb_after_commits"] = round(sum(anon_mb(p) for p in pids), 1)
+        out["cache_mb_after_commits"] = cache_mb(client)
+        out["table_bytes_after_commits"] = data_bytes(wh)
         out["local_disk_bytes"] = dir_bytes(local)
         out["load_end"] = round(loadavg(), 2)
         client.close_sync()
@@ -441,10 +452,16 @@ def report(res: Dict) -> List[List[str]]:
                  ["before: 10k-key batches", f"{bf['batch_10k']['keys_per_s']:,} keys/s", "",
                   f"{ratio(s['batch_10k']['keys_per_s'], bf['batch_10k']['keys_per_s'])}x"]]
     if u:
+        rest = [u["anon_mb_after_start"] - u["cache_mb_after_start"],
+                u["anon_mb_after_commits"] - u["cache_mb_after_commits"]]
         rows += [["commit → visible p50 / worst", f"{u['visible_p50_s']} / {u['visible_worst_s']} s", "", ""],
-                 ["executors' anon memory: after commits / after start",
+                 [f"executors' anon memory: after commits / after start (--max-memory {u['max_memory']})",
                   f"{u['anon_mb_after_commits']} / {u['anon_mb_after_start']} MiB", "",
-                  f"{ratio(u['anon_mb_after_commits'], u['anon_mb_after_start'])}x"]]
+                  f"{ratio(u['anon_mb_after_commits'], u['anon_mb_after_start'])}x"],
+                 ["  of which not the cache", f"{rest[1]:.0f} / {rest[0]:.0f} MiB", "", f"{ratio(rest[1], rest[0])}x"],
+                 ["local disk / table files, after commits", f"{u['local_disk_bytes'] / 2**20:.0f} MiB",
+                  f"{u['table_bytes_after_commits'] / 2**20:.0f} MiB",
+                  f"{ratio(u['local_disk_bytes'], u['table_bytes_after_commits'])}x"]]
     if b:
         rows += [["--max-disk 1/4: warm set p50 / p99", f"{b['warm_set']['p50_ms']} / {b['warm_set']['p99_ms']} ms",
                   f"{b['warm_set_keys']:,} keys", ""],
@@ -461,6 +478,8 @@ def main(argv=None) -> int:
     ap.add_argument("--size", choices=list(SCALES), default="tiny")
     ap.add_argument("--before", metavar="PATH", help="also start the source tree at PATH on the same table")
     ap.add_argument("--skip", action="append", default=[], choices=["upserts", "budget"])
+    ap.add_argument("--max-memory", default=None, help="each executor's --max-memory in the upsert phase "
+                    "[default: the table's decompressed size per executor plus a fifth]")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
     scale = SCALES[args.size]
@@ -473,7 +492,8 @@ def main(argv=None) -> int:
     errors = 0
     try:
         res["table_bytes"] = data_bytes(wh)
-        res["pyarrow_read_s"] = round(pyarrow_read_all(wh), 2)
+        seconds, decoded = pyarrow_read_all(wh)
+        res["pyarrow_read_s"], res["decoded_bytes"] = round(seconds, 2), decoded
         res["echo"] = echo_floor(2000 if scale.name != "tiny" else 300)
         log("start phase")
         res["start"] = start_phase(wh, scale, versions, None)
@@ -483,7 +503,8 @@ def main(argv=None) -> int:
             res["before"] = start_phase(wh, scale, versions, args.before)
         if "upserts" not in args.skip:
             log("upsert phase")
-            res["upserts"] = upsert_phase(wh, scale, versions)
+            budget = args.max_memory or str(max(64 << 20, int(res["decoded_bytes"] / 2 * 1.2)))
+            res["upserts"] = upsert_phase(wh, scale, versions, budget)
             errors += res["upserts"]["wrong"]
         if "budget" not in args.skip:
             log("--max-disk phase")

@@ -35,6 +35,7 @@ from ..keys.routing import check_supported
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
 from ..protocol.addresses import NoAddress, advertised
+from ..protocol.probes import ADDRESS_SERVICE, Probes
 from ..protocol.security import Security, add_port, is_loopback, server_options
 from .assignment import default_channels
 from .launcher import ExecutorLauncher, LocalProcesses
@@ -128,6 +129,7 @@ class QueryService:
         self._started_ms = regmod.now_ms()
         self._stopped = asyncio.Event()
         self._registration_due = asyncio.Event()
+        self.probes = Probes(ADDRESS_SERVICE)
 
     @property
     def restarts(self) -> int:
@@ -189,6 +191,7 @@ class QueryService:
                             schema_id=self._schema_id),
             self.server,
         )
+        self.probes.add_to(self.server, [ADDRESS_SERVICE])
         if o.port:
             check_can_listen(o.host, o.port)  # before gRPC, whose own log line would come first and say less
         try:
@@ -274,6 +277,7 @@ class QueryService:
             for name, scanner in self.scanners.items():
                 if scanner.error is not None:
                     raise ServiceError(f"scanner for {name} failed: {scanner.error}")
+            await self.probes.set_serving(self.ready())
 
     # -- registration -------------------------------------------------------------------------------------
     def _registration(self) -> regmod.Registration:
@@ -326,6 +330,7 @@ class QueryService:
             if time.monotonic() > deadline:
                 raise ServiceError(f"the service was not ready within {timeout:.0f}s")
             await asyncio.sleep(0.05)
+        await self.probes.set_serving(True)  # at once, not at the supervisor's next round
 
     async def serve_forever(self) -> None:
         tasks = list(self._tasks)

@@ -31,6 +31,7 @@ from ..protocol import PROTOCOL_VERSION
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol.addresses import NoAddress, advertised, split_host_port
+from ..protocol.probes import EXECUTOR_SERVICE, Probes
 from ..protocol.security import Security, add_port, make_channel, server_options
 from ...storage.retry import StorageRetry
 from ..keys.routing import partition_path
@@ -96,6 +97,11 @@ class Executor:
         self._table_names: List[str] = []
         self._joined = False
         self.announce: Optional[Callable[[str], None]] = None  # told when it joins (the executor command prints it)
+        self.probes = Probes(EXECUTOR_SERVICE)
+
+    def ready(self) -> bool:
+        """Every channel it owns is loaded (what its health reports as SERVING)."""
+        return bool(self.tables) and all(st.view.ready and st.owned <= st.view.served for st in self.tables.values())
 
     # -- lookups ------------------------------------------------------------------------------------------
     async def wait_snapshot(self, state: TableState, snapshot_id: int, context) -> None:
@@ -223,6 +229,7 @@ class Executor:
                 await asyncio.wait_for(self._stop.wait(), self._interval)
             except asyncio.TimeoutError:
                 pass
+            await self.probes.set_serving(self.ready())
             yield pb.ExecutorReport(heartbeat=pb.Heartbeat(
                 tables=self._serving(), requests=self.requests, keys_looked_up=self.keys_looked_up,
                 memory_bytes=self.stores.cache.bytes))
@@ -293,6 +300,7 @@ class Executor:
         self.server = grpc.aio.server(options=server_options(spec.max_message_bytes),
                                       interceptors=spec.security.server_interceptors())
         pbg.add_ExecutorServiceServicer_to_server(ExecutorServicer(self), self.server)
+        self.probes.add_to(self.server, [EXECUTOR_SERVICE])
         try:
             port = add_port(self.server, f"{spec.host}:{spec.port}", spec.security)
         except RuntimeError as e:

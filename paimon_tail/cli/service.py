@@ -81,6 +81,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
 
     async def main() -> None:
         service = QueryService(options)
+        service.announce = lambda message: click.echo(f"paimon-tail: {message}", err=True)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
@@ -90,16 +91,19 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
         try:
             await service.start()
             where = f" in Spark job group {launcher.group}" if launcher is not None else ""
-            waiting = "" if service.num_executors else \
+            standby = service.role != "active"
+            waiting = "" if service.num_executors or standby else \
                 f"; waiting for executors: paimon-tail executor --join {service.address} ..."
-            click.echo(f"paimon-tail: serving {', '.join(tables)} at {service.address} with "
-                       f"{service.num_executors} executor(s){where}{waiting}; loading…", err=True)
+            click.echo(f"paimon-tail: {'standby for' if standby else 'serving'} {', '.join(tables)} at "
+                       f"{service.address} with {service.num_executors} executor(s){where}{waiting}; loading…",
+                       err=True)
             t0 = time.monotonic()
             ready = asyncio.ensure_future(service.wait_ready(3600 * 24))
             forever = asyncio.ensure_future(service.serve_forever())
             done, _ = await asyncio.wait({ready, forever}, return_when=asyncio.FIRST_COMPLETED)
             if ready in done and ready.exception() is None:
-                click.echo(f"paimon-tail: ready in {time.monotonic() - t0:.1f}s", err=True)
+                click.echo(f"paimon-tail: ready in {time.monotonic() - t0:.1f}s"
+                           + ("" if service.role == "active" else " (standing by)"), err=True)
                 await forever
             else:
                 ready.cancel()
@@ -123,8 +127,10 @@ def _spark_launcher(tables, master, spark_conf, host, start_timeout):
 
 # ------------------------------------------------------------------------------------------------------ executor
 @click.command("executor")
-@click.option("--join", "coordinator", required=True, metavar="HOST:PORT",
-              help="The running service to join: its address server (the registration's address).")
+@click.option("--join", "coordinator", required=True, metavar="HOST:PORT[,HOST:PORT…]",
+              help="The running service to join: its address server (the registration's address); several "
+              "(an active and its standbys) are tried in turn. After a takeover the executor finds the new active "
+              "from the registration.")
 @catalog_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
@@ -135,7 +141,8 @@ def _spark_launcher(tables, master, spark_conf, host, start_timeout):
 @click.option("--local-dir", type=click.Path(file_okay=False),
               help="Where row files and key indexes go (default: a private temp dir, removed on exit).")
 @click.option("--orphan-timeout", type=click.FloatRange(1, 86400), default=30.0, show_default=True,
-              help="Seconds to keep trying to join again when the service cannot be reached.")
+              help="Seconds to keep trying to join again when no coordinator can be reached (answering lookups "
+              "from what it holds meanwhile).")
 @store_options
 @security_options
 def executor_command(coordinator, catalog, host, port, advertise, local_dir, orphan_timeout, max_memory, max_disk,
@@ -152,7 +159,7 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
     from ..service.protocol.security import is_loopback
 
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
-    if ":" not in coordinator or not coordinator.rsplit(":", 1)[1].isdigit():
+    if any(":" not in c or not c.rsplit(":", 1)[1].isdigit() for c in coordinator.split(",")):
         raise UsageError(f"bad --join {coordinator!r}", hint="give the service's address as HOST:PORT")
     if not catalog.warehouse:
         raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")

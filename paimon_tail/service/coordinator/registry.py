@@ -26,6 +26,16 @@ class JoinRefused(Exception):
     """A hello the coordinator cannot accept (the reason is sent back to the executor)."""
 
 
+@dataclass
+class Reserved:
+    """An executor of the coordinator this one took over from, expected to re-join: it keeps its index and its
+    channels (clients keep being routed to it: it still answers from what it holds) until ``until``."""
+
+    address: str
+    host: str
+    until: float
+
+
 @dataclass(eq=False)
 class Member:
     index: int
@@ -81,6 +91,9 @@ class Registry:
         # called with the indices that gained channels, after every change of the assignment
         self.on_assignment: List[Callable[[Set[int]], None]] = []
         self.on_join: List[Callable[[int], None]] = []
+        self.reserved: Dict[int, Reserved] = {}
+        self.epoch = 0  # the lease's epoch (Welcome)
+        self.coordinators: List[str] = []  # the active and its standbys (Welcome, Coordinators)
 
     # -- membership ---------------------------------------------------------------------------------------
     def join(self, hello: pb.ExecutorHello) -> Member:
@@ -91,15 +104,20 @@ class Registry:
         if hello.warehouse.rstrip("/") != self.warehouse:
             raise JoinRefused(f"the executor reads warehouse {hello.warehouse or '(none)'}, the service serves "
                               f"{self.warehouse}")
-        if hello.index >= 0:
+        own = hello.index >= 0 and (not hello.service_id or hello.service_id == self.service_id)
+        if own:
             if hello.index >= self.slots:
                 raise JoinRefused(f"bad executor index {hello.index}: the service has {self.slots} slot(s); "
                                   "executors that join ask for any index (-1)")
             index = hello.index
-        else:
-            index = self.slots
-            while index in self.members:
-                index += 1
+        else:  # a joined executor: its reserved index when it held channels under the coordinator before this one
+            index = next((i for i, r in self.reserved.items() if r.address == hello.address), -1)
+            if index >= 0:
+                del self.reserved[index]
+            else:
+                index = self.slots
+                while index in self.members or index in self.reserved:
+                    index += 1
         old = self.members.get(index)
         if old is not None:
             old.end()  # an older instance of this slot: replaced
@@ -109,7 +127,7 @@ class Registry:
         member.send(pb.ExecutorWork(welcome=pb.Welcome(
             index=index, tables=self.tables, heartbeat_interval_ms=int(self.heartbeat_interval * 1000),
             service_id=self.service_id, max_batch_keys=self.max_batch_keys,
-            max_message_bytes=self.max_message_bytes)))
+            max_message_bytes=self.max_message_bytes, epoch=self.epoch, coordinators=self.coordinators)))
         changed = self._rebalance()
         if not changed:  # its assignment did not change: it still needs to hear it
             member.send(self._assignment_work())
@@ -154,6 +172,48 @@ class Registry:
         for member in list(self.members.values()):
             member.send(pb.ExecutorWork(stop=pb.Stop(reason=reason)))
 
+    def send_elsewhere(self, reason: str, coordinator: str = "", slots: bool = False) -> None:
+        """Tell joined executors (and serve's own with ``slots``) to re-join the coordinator of the moment."""
+        for member in list(self.members.values()):
+            if slots or not member.slot:
+                member.send(pb.ExecutorWork(stop=pb.Stop(reason=reason, rejoin=True, coordinator=coordinator)))
+                member.end()
+
+    def set_coordinators(self, addresses: List[str]) -> None:
+        if addresses != self.coordinators:
+            self.coordinators = list(addresses)
+            for member in self.members.values():
+                member.send(pb.ExecutorWork(coordinators=pb.Coordinators(addresses=addresses)))
+
+    def adopt(self, entries: List[dict], channels: int, grace: float) -> None:
+        """Take over another coordinator's assignment (``entries``: its registration's): its executors keep their
+        channels while they re-join, for ``grace`` seconds. Only for a coordinator without slots of its own."""
+        if self.slots or channels != self.assignment.channels or self.members:
+            return
+        owners = list(self.assignment.owners)
+        until = time.monotonic() + grace
+        index = 0
+        for entry in entries:
+            if not entry.get("address"):
+                continue
+            while index in self.members or index in self.reserved:
+                index += 1
+            self.reserved[index] = Reserved(entry["address"], entry.get("host", ""), until)
+            for c in entry.get("channels", ()):
+                if 0 <= c < len(owners):
+                    owners[c] = index
+        self.assignment = Assignment(self.assignment.version + 1, tuple(owners))
+        self._rebalance()  # channels of the executors that do not come back: to those that do
+
+    def expire(self, now: Optional[float] = None) -> None:
+        """Reservations whose executor did not re-join in time: their channels go to the others."""
+        now = time.monotonic() if now is None else now
+        gone = [i for i, r in self.reserved.items() if r.until < now]
+        for i in gone:
+            del self.reserved[i]
+        if gone:
+            self._rebalance()
+
     # -- assignment ---------------------------------------------------------------------------------------
     def owner(self, channel: int) -> int:
         return self.assignment.owners[channel]
@@ -167,6 +227,7 @@ class Registry:
             candidates = set(range(self.slots)) | {i for i, m in self.members.items() if not m.slot}
         else:  # a slot not started yet keeps its channels (no churn while the first executors join)
             candidates = set(self.members) | {i for i in range(self.slots) if i not in self.restarts}
+        candidates |= set(self.reserved)
         old = self.assignment
         new = rebalance(old, sorted(candidates))
         if new is old:
@@ -185,6 +246,9 @@ class Registry:
     def info(self, index: int, table: str) -> pb.ExecutorInfo:
         member = self.members.get(index)
         if member is None:
+            r = self.reserved.get(index)
+            if r is not None:  # it answers from what it holds until it re-joins
+                return pb.ExecutorInfo(index=index, address=r.address, alive=True, host=r.host, joined=True)
             return pb.ExecutorInfo(index=index, restarts=max(0, self.restarts.get(index, 0)))
         serving = member.tables.get(table)
         h = member.hello
@@ -196,7 +260,7 @@ class Registry:
 
     def known(self) -> List[int]:
         """Indices a status shows: every slot, and every joined executor."""
-        return sorted(set(range(self.slots)) | set(self.members))
+        return sorted(set(range(self.slots)) | set(self.members) | set(self.reserved))
 
     def executors(self, table: str, protocol_version: int) -> pb.ExecutorsResponse:
         a = self.assignment
@@ -226,4 +290,4 @@ class Registry:
         return True
 
 
-__all__ = ["JoinRefused", "Member", "Registry"]
+__all__ = ["JoinRefused", "Member", "Registry", "Reserved"]

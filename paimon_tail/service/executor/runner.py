@@ -7,9 +7,12 @@ then receives, in order on that one stream: a welcome (its index and tables), it
 for each table a full state and one delta per snapshot. Messages are applied one at a time (stores are built in
 a worker thread, lookups keep being answered meanwhile); heartbeats go the other way every interval.
 
-When the call ends: a ``Stop`` ends the executor; otherwise (the coordinator went away, the network broke) an
-executor with ``rejoin`` dials again until ``orphan_timeout`` passes, keeping its stores (a full state of the same
-files reuses them), and one without (serve's local processes) ends, since its service is gone.
+When the call ends: a ``Stop`` ends the executor (one with ``rejoin``: a handover, it goes to the new active);
+otherwise (the coordinator died, the network broke) it keeps answering from what it holds — every answer still
+carries the snapshot it reflects — and looks for the coordinator of the moment until ``orphan_timeout`` passes:
+the one it had, the active and standbys that coordinator named, the ``--join`` list, and the tables' registration
+(which names the active after a takeover). A coordinator of a lower epoch than one it followed is never joined
+again (it was deposed). Its stores are kept (a full state of the same files reuses them).
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import grpc
 from ..protocol import PROTOCOL_VERSION
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
+from ..protocol import registration as regmod
 from ..protocol.addresses import NoAddress, advertised, split_host_port
 from ..protocol.probes import EXECUTOR_SERVICE, Probes
 from ..protocol.security import Security, add_port, make_channel, server_options
@@ -49,6 +53,14 @@ class JoinRefused(Exception):
     """The coordinator refused this executor (wrong warehouse, bad index, bad credentials)."""
 
 
+class Rejoin(Exception):
+    """The coordinator handed over: join the new active."""
+
+
+class Deposed(Exception):
+    """The coordinator has a lower epoch than one this executor followed: another took over from it."""
+
+
 @dataclass
 class ExecutorSpec:
     catalog: object  # CatalogConfig: how this executor opens the warehouse
@@ -59,13 +71,14 @@ class ExecutorSpec:
     port: int = 0
     advertise: str = ""  # what clients dial ("" = host:port; for 0.0.0.0 see protocol/addresses.py)
     security: Security = field(default_factory=Security)
-    rejoin: bool = False  # dial again when the call breaks (instead of ending)
+    rejoin: bool = True  # dial again when the call breaks (instead of ending)
     orphan_timeout: float = 30.0  # ... for at most this long
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     tag: str = ""  # names its private temp dir (with its pid: see private_dir)
     max_memory: Optional[int] = None  # decompressed rows kept in memory (bytes; None: default_max_memory, on the
     memory_share: int = 1  # executor's own machine, shared by this many executors there)
     max_disk: Optional[int] = None  # row files on local disk (bytes; None: no limit)
+    service_id: str = ""  # serve's own executors: the service whose slot ``index`` is
 
 
 class Executor:
@@ -96,6 +109,10 @@ class Executor:
         self._interval = 0.5
         self._table_names: List[str] = []
         self._joined = False
+        self.epoch = 0  # the highest coordinator epoch followed
+        self.coordinators: List[str] = []  # the active and standbys, as the coordinator last said
+        self.coordinator = ""  # the address of the coordinator it follows (or followed last)
+        self._next = ""  # where a handover sent it
         self.announce: Optional[Callable[[str], None]] = None  # told when it joins (the executor command prints it)
         self.probes = Probes(EXECUTOR_SERVICE)
 
@@ -123,11 +140,15 @@ class Executor:
 
     # -- the coordinator's messages ------------------------------------------------------------------------
     async def _welcome(self, welcome: pb.Welcome) -> None:
+        if welcome.epoch < self.epoch:
+            raise Deposed(f"epoch {welcome.epoch} < {self.epoch}")
+        self.epoch = welcome.epoch
+        self.coordinators = list(welcome.coordinators)
         self.index = welcome.index
         self._interval = max(0.05, welcome.heartbeat_interval_ms / 1000)
         self.max_batch_keys = welcome.max_batch_keys or self.max_batch_keys
         if self.announce is not None:
-            self.announce(f"executor {self.index} joined the service at {self.spec.coordinator} serving "
+            self.announce(f"executor {self.index} joined the service at {self.coordinator} serving "
                           f"{', '.join(welcome.tables)}; lookups at {self.address}")
         if list(welcome.tables) == self._table_names:
             return  # a rejoin: keep what we hold
@@ -199,7 +220,13 @@ class Executor:
             await self._full(work.full)
         elif kind == "delta":
             await self._delta(work.delta)
+        elif kind == "coordinators":
+            self.coordinators = list(work.coordinators.addresses)
         elif kind == "stop":
+            if work.stop.rejoin:  # a handover: on to the new active, answering meanwhile
+                log.info("executor %d: %s; re-joining", self.index, work.stop.reason)
+                self._next = work.stop.coordinator
+                raise Rejoin()
             log.info("executor %d: the service says stop (%s)", self.index, work.stop.reason)
             return False
         return True
@@ -223,7 +250,7 @@ class Executor:
         yield pb.ExecutorReport(hello=pb.ExecutorHello(
             address=self.address, pid=os.getpid(), instance_id=self.instance_id, index=self.spec.index,
             host=socket.gethostname(), protocol_version=PROTOCOL_VERSION,
-            warehouse=self.spec.catalog.warehouse_id))
+            warehouse=self.spec.catalog.warehouse_id, service_id=self.spec.service_id))
         while not self._stop.is_set():
             try:
                 await asyncio.wait_for(self._stop.wait(), self._interval)
@@ -234,10 +261,11 @@ class Executor:
                 tables=self._serving(), requests=self.requests, keys_looked_up=self.keys_looked_up,
                 memory_bytes=self.stores.cache.bytes))
 
-    async def _session(self) -> bool:
-        """One Join call; True when the service said stop."""
+    async def _session(self, address: str) -> bool:
+        """One Join call to ``address``; True when the service said stop."""
         spec = self.spec
-        channel = make_channel(spec.coordinator, spec.security, spec.max_message_bytes)
+        channel = make_channel(address, spec.security, spec.max_message_bytes)
+        self.coordinator = address
         try:
             call = pbg.AddressServiceStub(channel).Join(self._reports(), metadata=spec.security.metadata())
             async for work in call:
@@ -248,42 +276,79 @@ class Executor:
         finally:
             await channel.close(grace=None)
 
+    def _candidates(self) -> List[str]:
+        """Where the coordinator of the moment may be, most likely first."""
+        out = [self._next, self.coordinator, *self.coordinators, *self.spec.coordinator.split(",")]
+        for state in self.tables.values():  # the registration names the active (and standbys) after a takeover
+            try:
+                reg = regmod.read(state.table)
+            except Exception:  # noqa: BLE001 - storage away: the other candidates
+                reg = None
+            if reg is not None:
+                out[1:1] = [*reg.addresses, *reg.standbys]
+            break
+        seen, candidates = set(), []
+        for address in out:
+            address = address.strip()
+            if address and address not in seen:
+                seen.add(address)
+                candidates.append(address)
+        return candidates
+
     async def _join_loop(self) -> None:
         last_ok = time.monotonic()
         delay = 0.2
         said = False
         while not self._stop.is_set():
-            self._joined = False
-            try:
-                if await self._session():
+            why = ""
+            joined = False
+            candidates = await asyncio.to_thread(self._candidates) if self.tables else self._candidates()
+            self._next = ""
+            for address in candidates:
+                self._joined = False
+                try:
+                    if await self._session(address):
+                        return
+                    why = "the service closed the connection"
+                except Rejoin:
+                    why = "handed over"
+                except Deposed:
+                    why = f"the coordinator at {address} was replaced"
+                except grpc.aio.AioRpcError as e:
+                    if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT,
+                                    grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED,
+                                    grpc.StatusCode.UNIMPLEMENTED):
+                        raise JoinRefused(f"the service at {address} refused this executor: "
+                                          f"{e.details() or e.code().name}") from None
+                    if not self._joined and (e.details() or "").startswith("standing by"):
+                        continue  # a standby: the next candidate
+                    why = f"the service at {address} does not answer ({e.code().name})"
+                except JoinRefused:
+                    raise
+                except Exception as e:  # applying a message failed: the service's full state starts us over
+                    self.stop_reason = f"failed to apply a change: {type(e).__name__}: {e}"
+                    if self.announce is None:  # (the executor command prints the reason as its last line)
+                        log.error("executor %d %s", self.index, self.stop_reason,
+                                  exc_info=log.isEnabledFor(logging.DEBUG))
                     return
-                why = "the service closed the connection"
-            except grpc.aio.AioRpcError as e:
-                if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT,
-                                grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED,
-                                grpc.StatusCode.UNIMPLEMENTED):
-                    raise JoinRefused(f"the service at {self.spec.coordinator} refused this executor: "
-                                      f"{e.details() or e.code().name}") from None
-                why = f"the service at {self.spec.coordinator} does not answer ({e.code().name})"
-            except JoinRefused:
-                raise
-            except Exception as e:  # applying a message failed: the service's full state starts us over
-                self.stop_reason = f"failed to apply a change: {type(e).__name__}: {e}"
-                if self.announce is None:  # (the executor command prints the reason as its last line)
-                    log.error("executor %d %s", self.index, self.stop_reason,
-                              exc_info=log.isEnabledFor(logging.DEBUG))
-                return
-            if self._joined:
+                joined = joined or self._joined
+                if self._joined or self._next:
+                    break  # it was joined: look again (the registration may name a new active now)
+            if joined:
                 last_ok, delay, said = time.monotonic(), 0.2, False
+                if self._next:
+                    continue
             if not self.spec.rejoin:
-                self.stop_reason = why
+                self.stop_reason = why or "no coordinator"
                 return
             if time.monotonic() - last_ok > self.spec.orphan_timeout:
                 self.stop_reason = f"{why}; gave up after {self.spec.orphan_timeout:.0f}s"
                 return
-            if not said:  # once per outage
+            if not said and why:  # once per outage
                 said = True
                 message = f"{why}; trying again for {self.spec.orphan_timeout:.0f}s"
+                if self.tables:
+                    message += " (answering from what it holds meanwhile)"
                 if self.announce is not None:
                     self.announce(message)
                 else:
@@ -311,7 +376,7 @@ class Executor:
         if not port:
             raise JoinRefused(f"cannot listen on {spec.host}:{spec.port}: {why}")
         try:  # (run() stops the server when this raises)
-            self.address = advertised(spec.host, port, spec.advertise, toward=split_host_port(spec.coordinator)[0])
+            self.address = advertised(spec.host, port, spec.advertise, toward=split_host_port(spec.coordinator.split(",")[0])[0])
         except NoAddress as e:
             raise JoinRefused(f"cannot tell clients where to dial this executor (--host {spec.host}): {e}; "
                               "give --advertise HOST") from None

@@ -182,7 +182,10 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
 
     def stop_on(sig: int) -> None:
         stopped_by.append(sig)
-        executor.stop()
+        if sig == signal.SIGTERM and len(stopped_by) == 1:
+            executor.drain()  # hand the channels over first (a second signal stops at once)
+        else:
+            executor.stop()
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

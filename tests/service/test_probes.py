@@ -94,7 +94,7 @@ def test_reflection_lists_describes_and_calls_like_grpcurl(served):
         db = ProtoReflectionDescriptorDatabase(grpc.intercept_channel(ch, Authed()))
         pool = descriptor_pool.DescriptorPool(db)
         service = pool.FindServiceByName("paimon_tail.lookup.v1.AddressService")
-        assert {m.name for m in service.methods} == {"Executors", "Status", "Join"}
+        assert {m.name for m in service.methods} == {"Executors", "Status", "Join", "Standby"}
         method = service.FindMethodByName("Executors")
         request_class = message_factory.GetMessageClass(method.input_type)
         response_class = message_factory.GetMessageClass(method.output_type)

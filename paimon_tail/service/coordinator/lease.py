@@ -17,6 +17,7 @@ import asyncio
 import logging
 import os
 import socket
+import threading
 import time
 from typing import Callable, Dict, List, Optional
 
@@ -52,6 +53,7 @@ class Lease:
         self.became_active = asyncio.Event()
         self.on_claim: Callable[[Optional[regmod.Registration]], None] = lambda previous: None  # before the write
         self._handed_over = False
+        self._writing = threading.Lock()
 
     # -- the file -----------------------------------------------------------------------------------------
     def observe(self) -> Optional[regmod.Registration]:
@@ -74,10 +76,12 @@ class Lease:
         return reg
 
     def _write_all(self) -> None:
-        """Conditional writes of every table's registration; raises ``regmod.Conflict``."""
-        reg = self.registration()
-        for name, table in self.tables.items():
-            self.versions[name] = regmod.write_if(table, reg, self.versions.get(name))
+        """Conditional writes of every table's registration; raises ``regmod.Conflict``. One writer at a time in
+        this process (two renewals racing each other would each see the other's file as a takeover)."""
+        with self._writing:
+            reg = self.registration()
+            for name, table in self.tables.items():
+                self.versions[name] = regmod.write_if(table, reg, self.versions.get(name))
 
     def claim(self, previous: Optional[regmod.Registration]) -> bool:
         """Become the active coordinator (in a thread): ``epoch + 1``, written over what was read. False when

@@ -52,6 +52,7 @@ class Member:
     rates: Tuple[float, float] = (0.0, 0.0)
     _prev: Optional[Tuple[float, int, int]] = None
     gone: bool = False
+    draining: bool = False  # it said it is stopping: its channels move away (made before the break)
 
     @property
     def address(self) -> str:
@@ -87,6 +88,7 @@ class Registry:
         self.members: Dict[int, Member] = {}
         self.restarts: Dict[int, int] = {}
         self.assignment: Assignment = initial(channels, slots)
+        self.warm: Dict[int, int] = {}  # channel -> the executor loading it before it becomes its owner
         self.started_ms = int(time.time() * 1000)
         # called with the indices that gained channels, after every change of the assignment
         self.on_assignment: List[Callable[[Set[int]], None]] = []
@@ -155,6 +157,11 @@ class Registry:
             member._prev = (now, hb.requests, hb.keys_looked_up)
         member.requests, member.keys = hb.requests, hb.keys_looked_up
         member.memory_bytes = hb.memory_bytes
+        if hb.draining and not member.draining:
+            member.draining = True
+            self._rebalance()
+        elif self.warm:
+            self._flip(member)
 
     def silent(self, timeout: float, now: Optional[float] = None) -> List[Member]:
         now = time.monotonic() if now is None else now
@@ -220,27 +227,89 @@ class Registry:
 
     def _assignment_work(self) -> pb.ExecutorWork:
         a = self.assignment
-        return pb.ExecutorWork(assignment=pb.Assignment(version=a.version, channels=a.channels, owners=a.owners))
+        warm = [self.warm.get(c, NONE) for c in range(a.channels)] if self.warm else []
+        return pb.ExecutorWork(assignment=pb.Assignment(version=a.version, channels=a.channels, owners=a.owners,
+                                                        warm=warm))
+
+    def holders(self, channel: int) -> Tuple[int, ...]:
+        """Who gets a channel's file changes: its owner, and the executor warming it."""
+        owner = self.assignment.owners[channel]
+        warm = self.warm.get(channel, NONE)
+        return (owner,) if warm == NONE else (owner, warm)
+
+    def _serves(self, index: int, channel: int) -> bool:
+        """A live member that answers for ``channel`` in every table now (one still loading it has nothing to
+        hand over: the channel moves at once)."""
+        member = self.members.get(index)
+        if member is None or member.gone or len(member.tables) < len(self.tables):
+            return False
+        return all(channel in t.channels for t in member.tables.values())
 
     def _rebalance(self) -> bool:
+        """Recompute who should own what. A channel moves at once when its owner is gone; from an executor that is
+        up it moves only once the new owner has loaded it (``warm``, flipped in ``_flip``), so lookups never wait
+        for a load."""
         if self.keep_slots:
             candidates = set(range(self.slots)) | {i for i, m in self.members.items() if not m.slot}
         else:  # a slot not started yet keeps its channels (no churn while the first executors join)
             candidates = set(self.members) | {i for i in range(self.slots) if i not in self.restarts}
         candidates |= set(self.reserved)
+        candidates -= {i for i, m in self.members.items() if m.draining}
         old = self.assignment
-        new = rebalance(old, sorted(candidates))
-        if new is old:
+        target = rebalance(old, sorted(candidates))
+        owners = list(old.owners)
+        warm: Dict[int, int] = {}
+        for c, (was, new) in enumerate(zip(old.owners, target.owners)):
+            if was == new:
+                continue
+            if self._serves(was, c):
+                if new != NONE:
+                    warm[c] = new  # the owner answers until the new one has it
+            else:
+                owners[c] = new
+        before_warm, self.warm = self.warm, warm
+        if tuple(owners) == old.owners and warm == before_warm:
             return False
+        new_assignment = old if tuple(owners) == old.owners else Assignment(old.version + 1, tuple(owners))
+        self._install(old, new_assignment, before_warm)
+        return True
+
+    def _install(self, old: Assignment, new: Assignment, before_warm: Dict[int, int]) -> None:
+        if new is old:  # only what is warming changed: same version, the executors still need to hear it
+            new = Assignment(old.version + 1, old.owners)
         self.assignment = new
         work = self._assignment_work()
         for member in self.members.values():
             member.send(work)
-        before = old.by_executor()
-        gained = {e for e, cs in new.by_executor().items() if not set(cs) <= set(before.get(e, ()))}
+
+        def holding(a: Assignment, warm: Dict[int, int]) -> Dict[int, Set[int]]:
+            out: Dict[int, Set[int]] = {}
+            for c, o in enumerate(a.owners):
+                out.setdefault(o, set()).add(c)
+            for c, w in warm.items():
+                out.setdefault(w, set()).add(c)
+            return out
+
+        before, after = holding(old, before_warm), holding(new, self.warm)
+        gained = {e for e, cs in after.items() if e != NONE and not cs <= before.get(e, set())}
         for callback in self.on_assignment:
             callback(gained)
-        return True
+
+    def _flip(self, member: Member) -> None:
+        """The channels ``member`` was warming that it now serves in every table become its own."""
+        mine = [c for c, w in self.warm.items() if w == member.index]
+        if not mine or len(member.tables) < len(self.tables):
+            return
+        loaded = set.intersection(*(set(t.channels) for t in member.tables.values()))
+        done = [c for c in mine if c in loaded]
+        if not done:
+            return
+        old, before_warm = self.assignment, dict(self.warm)
+        owners = list(old.owners)
+        for c in done:
+            owners[c] = member.index
+            del self.warm[c]
+        self._install(old, Assignment(old.version + 1, tuple(owners)), before_warm)
 
     # -- what clients see ---------------------------------------------------------------------------------
     def info(self, index: int, table: str) -> pb.ExecutorInfo:
@@ -276,9 +345,10 @@ class Registry:
         return pb.ExecutorsResponse(num_executors=len(known), executors=[self.info(i, table) for i in known],
                                     channels=a.channels, owners=a.owners, **common)
 
-    def ready(self, table: str, snapshot_id: int) -> bool:
-        """Every channel is owned by a live executor that loaded it, at ``snapshot_id`` or later."""
-        if NONE in self.assignment.owners:
+    def ready(self, table: str, snapshot_id: int, settled: bool = False) -> bool:
+        """Every channel is owned by a live executor that loaded it, at ``snapshot_id`` or later (``settled``: and
+        no channel is still moving to another executor)."""
+        if NONE in self.assignment.owners or (settled and self.warm):
             return False
         for index, channels in self.assignment.by_executor().items():
             member = self.members.get(index)

@@ -355,26 +355,32 @@ class QueryService:
         self._tasks.append(asyncio.create_task(self._stand_by(), name="standby"))
 
     # -- status -------------------------------------------------------------------------------------------
-    def ready(self) -> bool:
+    def ready(self, settled: bool = False) -> bool:
         """Every channel is served at the latest snapshot (a standby without executors of its own: nothing to
         load)."""
         if self.role != ACTIVE and not self.num_executors and self.scanners:
             return all(s.snapshot is not None for s in self.scanners.values())
         for name, scanner in self.scanners.items():
             want = scanner.snapshot.id if scanner.snapshot is not None else 0
-            if not self.registry.ready(name, want):
+            if not self.registry.ready(name, want, settled):
                 return False
         return bool(self.scanners)
 
     async def wait_ready(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
-        while not self.ready():
+        while not self.ready(settled=True):
             for name, scanner in self.scanners.items():
                 if scanner.error is not None:
                     raise ServiceError(f"scanner for {name} failed: {scanner.error}")
             if time.monotonic() > deadline:
                 raise ServiceError(f"the service was not ready within {timeout:.0f}s")
             await asyncio.sleep(0.05)
+        if self.role == ACTIVE:  # the registration names every executor by the time "ready" is said
+            try:
+                if not await asyncio.to_thread(self.lease.renew):
+                    await self._step_down()
+            except Exception as e:  # noqa: BLE001 - storage away: the refresh loop tries again
+                log.warning("could not refresh the registration: %s", e)
         await self.probes.set_serving(self.role == ACTIVE)  # at once, not at the supervisor's next round
 
     async def serve_forever(self) -> None:

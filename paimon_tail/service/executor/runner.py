@@ -79,6 +79,7 @@ class ExecutorSpec:
     memory_share: int = 1  # executor's own machine, shared by this many executors there)
     max_disk: Optional[int] = None  # row files on local disk (bytes; None: no limit)
     service_id: str = ""  # serve's own executors: the service whose slot ``index`` is
+    drain_timeout: float = 30.0  # SIGTERM: at most this long to hand the channels over before leaving
 
 
 class Executor:
@@ -115,6 +116,10 @@ class Executor:
         self._next = ""  # where a handover sent it
         self.announce: Optional[Callable[[str], None]] = None  # told when it joins (the executor command prints it)
         self.probes = Probes(EXECUTOR_SERVICE)
+        self.draining = False
+        self._released = asyncio.Event()  # (draining) its channels are all with other executors now
+        self._drain = asyncio.Event()
+        self._grace = 0.5
 
     def ready(self) -> bool:
         """Every channel it owns is loaded (what its health reports as SERVING)."""
@@ -177,9 +182,14 @@ class Executor:
 
     def _assign(self, a: pb.Assignment) -> None:
         self.owners = tuple(a.owners)
-        mine = [c for c, owner in enumerate(a.owners) if owner == self.index]
+        # what it owns, and what it loads to own next (a move made before the break: answered too, it is loaded
+        # and kept current like an owned channel)
+        mine = [c for c, owner in enumerate(a.owners) if owner == self.index or
+                (c < len(a.warm) and a.warm[c] == self.index)]
         for state in self.tables.values():
             state.assign(a.channels, mine)
+        if self.draining and not mine:
+            self._released.set()
 
     async def _full(self, msg: pb.TableFull) -> None:
         state = self.tables.get(msg.table)
@@ -252,14 +262,19 @@ class Executor:
             host=socket.gethostname(), protocol_version=PROTOCOL_VERSION,
             warehouse=self.spec.catalog.warehouse_id, service_id=self.spec.service_id))
         while not self._stop.is_set():
-            try:
-                await asyncio.wait_for(self._stop.wait(), self._interval)
-            except asyncio.TimeoutError:
-                pass
+            waits = [asyncio.ensure_future(self._stop.wait())]
+            if not self.draining:  # a drain is said at once, not at the next beat
+                waits.append(asyncio.ensure_future(self._drain.wait()))
+            await asyncio.wait(waits, timeout=self._interval, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            if self._drain.is_set():
+                self.draining = True
             await self.probes.set_serving(self.ready())
             yield pb.ExecutorReport(heartbeat=pb.Heartbeat(
                 tables=self._serving(), requests=self.requests, keys_looked_up=self.keys_looked_up,
-                memory_bytes=self.stores.cache.bytes))
+                memory_bytes=self.stores.cache.bytes,
+                draining=self.draining))
 
     async def _session(self, address: str) -> bool:
         """One Join call to ``address``; True when the service said stop."""
@@ -389,8 +404,12 @@ class Executor:
             await self.start()
             joining = asyncio.ensure_future(self._join_loop())
             stopping = asyncio.ensure_future(self._stop.wait())
-            await asyncio.wait({joining, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            draining = asyncio.ensure_future(self._drain.wait())
+            await asyncio.wait({joining, stopping, draining}, return_when=asyncio.FIRST_COMPLETED)
+            if draining.done() and not stopping.done() and not joining.done():
+                await self._drain_out(joining)
             stopping.cancel()
+            draining.cancel()
             if not joining.done():  # stop(): leave the service (it moves our channels at once)
                 joining.cancel()
                 await asyncio.gather(joining, return_exceptions=True)
@@ -399,12 +418,35 @@ class Executor:
         finally:
             await self.close()
 
+    async def _drain_out(self, joining: "asyncio.Future") -> None:
+        """SIGTERM: NOT_SERVING; the coordinator moves every channel to other executors, each answering here
+        until the new owner has it loaded; then calls in flight finish and it leaves. Without a coordinator (or
+        after ``drain_timeout``) it leaves as it is."""
+        await self.probes.drain()
+        self.draining = True
+        waits = {asyncio.ensure_future(self._released.wait()), asyncio.ensure_future(self._stop.wait())}
+        try:
+            await asyncio.wait({joining, *waits}, timeout=self.spec.drain_timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        if not self._released.is_set():
+            log.warning("executor %d: leaving without handing its channels over (%s)", self.index,
+                        "no coordinator" if joining.done() else f"not done within {self.spec.drain_timeout:.0f}s")
+        self._grace = 2.0  # calls in flight finish (new ones are refused)
+        self._stop.set()
+
+    def drain(self) -> None:
+        """Stop gracefully (SIGTERM)."""
+        self._drain.set()
+
     async def close(self) -> None:
         self._stop.set()
         for task in self._maintenance:
             task.cancel()
         if self.server is not None:
-            await self.server.stop(0.5)
+            await self.server.stop(self._grace)
             self.server = None
         self.pool.shutdown(wait=False, cancel_futures=True)
         self._apply_pool.shutdown(wait=False, cancel_futures=True)

@@ -32,6 +32,11 @@ from .common import catalog_options, run, security_from_options, security_option
               "inotify locally].")
 @click.option("--max-batch-keys", type=click.IntRange(1, 10_000_000), default=100_000, show_default=True)
 @click.option("--max-message-mb", type=click.IntRange(1, 2047), default=64, show_default=True)
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve Prometheus metrics (text format) on http://HOST:PORT/metrics, the coordinator's and every "
+              "executor's (0 = any free port).")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one JSON object per line on stderr (for log shippers).")
 @click.option("--spark", "use_spark", is_flag=True,
               help="Run the executors as Spark tasks, one job each (this process is the driver).")
 @click.option("--master", metavar="URL", help="Spark master for --spark (default: Spark's own, e.g. local[*]).")
@@ -43,8 +48,8 @@ from .common import catalog_options, run, security_from_options, security_option
 @store_options
 @security_options
 def serve(tables, catalog, executors, channels, host, port, advertise, local_dir, lease, poll_interval,
-          max_batch_keys, max_message_mb, use_spark, master, spark_conf, spark_start_timeout, max_memory, max_disk,
-          token_file, tls_cert, tls_key, tls_ca) -> None:
+          max_batch_keys, max_message_mb, metrics_port, log_format, use_spark, master, spark_conf,
+          spark_start_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
     from ..service.coordinator.service import QueryService, ServeOptions
     from ..service.protocol.security import is_loopback
@@ -71,7 +76,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
         tables=list(tables), catalog=catalog, executors=executors, channels=channels, host=host, port=port,
         advertise=advertise, local_dir=local_dir, security=security, lease_seconds=lease,
         max_batch_keys=max_batch_keys, max_message_bytes=max_message_mb << 20, launcher=launcher,
-        poll_interval=poll_interval, max_memory=max_memory, max_disk=max_disk,
+        poll_interval=poll_interval, max_memory=max_memory, max_disk=max_disk, metrics_port=metrics_port,
     )
     stopped_by: list = []  # the signal that asked us to stop
 
@@ -94,9 +99,10 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
             standby = service.role != "active"
             waiting = "" if service.num_executors or standby else \
                 f"; waiting for executors: paimon-tail executor --join {service.address} ..."
+            metrics = f"; metrics at http://{service.metrics_address}/metrics" if service.metrics_address else ""
             click.echo(f"paimon-tail: {'standby for' if standby else 'serving'} {', '.join(tables)} at "
-                       f"{service.address} with {service.num_executors} executor(s){where}{waiting}; loading…",
-                       err=True)
+                       f"{service.address} with {service.num_executors} executor(s){where}{metrics}{waiting}; "
+                       "loading…", err=True)
             t0 = time.monotonic()
             ready = asyncio.ensure_future(service.wait_ready(3600 * 24))
             forever = asyncio.ensure_future(service.serve_forever())
@@ -140,13 +146,19 @@ def _spark_launcher(tables, master, spark_conf, host, start_timeout):
               "on the route to the service].")
 @click.option("--local-dir", type=click.Path(file_okay=False),
               help="Where row files and key indexes go (default: a private temp dir, removed on exit).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve this executor's Prometheus metrics on http://HOST:PORT/metrics (0 = any free port).")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one JSON object per line on stderr (for log shippers).")
+@click.option("--drain-timeout", type=click.FloatRange(0, 3600), default=30.0, show_default=True,
+              help="SIGTERM: seconds to hand the channels over to other executors before leaving.")
 @click.option("--orphan-timeout", type=click.FloatRange(1, 86400), default=30.0, show_default=True,
               help="Seconds to keep trying to join again when no coordinator can be reached (answering lookups "
               "from what it holds meanwhile).")
 @store_options
 @security_options
-def executor_command(coordinator, catalog, host, port, advertise, local_dir, orphan_timeout, max_memory, max_disk,
-                     token_file, tls_cert, tls_key, tls_ca) -> None:
+def executor_command(coordinator, catalog, host, port, advertise, local_dir, metrics_port, log_format, drain_timeout,
+                     orphan_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Join a running service as one more executor: it takes a share of the buckets, indexes their files from the
     warehouse and answers lookups at its advertised address, until the service stops it."""
     import asyncio
@@ -175,7 +187,7 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
         local_dir = own_dir = private_dir()
     spec = ExecutorSpec(catalog=catalog, coordinator=coordinator, local_dir=local_dir, host=host, port=port,
                         advertise=advertise, security=security, rejoin=True, orphan_timeout=orphan_timeout,
-                        max_memory=max_memory, max_disk=max_disk)
+                        max_memory=max_memory, max_disk=max_disk, drain_timeout=drain_timeout)
     executor = Executor(spec)
     executor.announce = lambda message: click.echo(f"paimon-tail: {message}", err=True)
     stopped_by: list = []
@@ -194,7 +206,19 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
                 loop.add_signal_handler(sig, stop_on, sig)
             except (NotImplementedError, RuntimeError):  # pragma: no cover
                 pass
-        await executor.run()
+        if metrics_port is not None:
+            from ..service.metrics import ExecutorCollector, serve_metrics
+
+            try:
+                server, bound = serve_metrics(ExecutorCollector(executor), host, metrics_port)
+            except OSError as e:
+                raise ServiceError(f"cannot serve metrics on {host}:{metrics_port}: {e.strerror.lower()}") from None
+            click.echo(f"paimon-tail: metrics at http://{host}:{bound}/metrics", err=True)
+        try:
+            await executor.run()
+        finally:
+            if metrics_port is not None:
+                server.shutdown()
 
     old_umask = os.umask(0o077)  # file copies, stores, directories: owner-only
     try:

@@ -53,6 +53,7 @@ class Member:
     _prev: Optional[Tuple[float, int, int]] = None
     gone: bool = False
     draining: bool = False  # it said it is stopping: its channels move away (made before the break)
+    stats: pb.ExecutorStats = field(default_factory=pb.ExecutorStats)  # its counters (metrics)
 
     @property
     def address(self) -> str:
@@ -157,6 +158,7 @@ class Registry:
             member._prev = (now, hb.requests, hb.keys_looked_up)
         member.requests, member.keys = hb.requests, hb.keys_looked_up
         member.memory_bytes = hb.memory_bytes
+        member.stats = hb.stats
         if hb.draining and not member.draining:
             member.draining = True
             self._rebalance()

@@ -82,6 +82,7 @@ class ServeOptions:
     # after a takeover, how long the executors of the coordinator before keep their channels while they re-join
     rejoin_grace: float = 10.0
     handover_timeout: float = 5.0  # a draining active waits this long for its standby to take over
+    metrics_port: Optional[int] = None  # Prometheus text format on http://host:port/metrics (0: any free port)
 
 
 def check_can_listen(host: str, port: int) -> None:
@@ -137,6 +138,8 @@ class QueryService:
         self.probes = Probes(ADDRESS_SERVICE)
         self.announce: Callable[[str], None] = lambda message: log.warning("%s", message)  # serve prints them
         self.lease: Optional[Lease] = None
+        self.metrics_address = ""  # host:port of /metrics when served
+        self._metrics_server = None
 
     @property
     def restarts(self) -> int:
@@ -198,6 +201,8 @@ class QueryService:
             raise ServiceError(f"cannot tell clients and executors where to dial --host {o.host}: {e}",
                                hint="give --advertise with an address the others reach this machine at") from None
         await self.server.start()
+        if o.metrics_port is not None:
+            self._start_metrics(o.host, o.metrics_port)
         for name, table in self.tables.items():
             scanner = TableScanner(name, table, self.registry, self.health[name], o.poll_interval)
             self.scanners[name] = scanner
@@ -214,6 +219,15 @@ class QueryService:
             self._tasks.append(asyncio.create_task(self._stand_by(), name="standby"))
         self._tasks.append(asyncio.create_task(self._refresh_registrations(), name="registration"))
         self._tasks.append(asyncio.create_task(self._supervise(), name="supervisor"))
+
+    def _start_metrics(self, host: str, port: int) -> None:
+        from ..metrics import ServiceCollector, serve_metrics
+
+        try:
+            self._metrics_server, bound = serve_metrics(ServiceCollector(self), host, port)
+        except OSError as e:
+            raise ServiceError(f"cannot serve metrics on {host}:{port}: {e.strerror.lower()}") from None
+        self.metrics_address = f"{host}:{bound}"
 
     # -- the lease: active or standby ---------------------------------------------------------------------
     @property
@@ -430,6 +444,10 @@ class QueryService:
         if self.server is not None:
             await self.server.stop(0.5)
             self.server = None
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
+            self._metrics_server = None
         if self._own_local_dir:
             shutil.rmtree(self.local_dir, ignore_errors=True)
 

@@ -35,6 +35,7 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
 from ..protocol.addresses import NoAddress, advertised, split_host_port
+from ..metrics import LookupStats
 from ..protocol.probes import EXECUTOR_SERVICE, Probes
 from ..protocol.security import Security, add_port, make_channel, server_options
 from ...storage.retry import StorageRetry
@@ -116,6 +117,7 @@ class Executor:
         self._next = ""  # where a handover sent it
         self.announce: Optional[Callable[[str], None]] = None  # told when it joins (the executor command prints it)
         self.probes = Probes(EXECUTOR_SERVICE)
+        self.stats = LookupStats()
         self.draining = False
         self._released = asyncio.Event()  # (draining) its channels are all with other executors now
         self._drain = asyncio.Event()
@@ -210,6 +212,7 @@ class Executor:
             return
         if not msg.changes and msg.schema_id == state.table.table_schema.id:
             await state.swap(None, msg.snapshot_id, msg.commit_time_ms, full=False)
+            self._visible(msg.commit_time_ms)
             return
 
         def prepare():
@@ -218,6 +221,11 @@ class Executor:
 
         prepared = await asyncio.get_running_loop().run_in_executor(self._apply_pool, prepare)
         await state.swap(prepared, msg.snapshot_id, msg.commit_time_ms, full=False)
+        self._visible(msg.commit_time_ms)
+
+    def _visible(self, commit_ms: int) -> None:
+        if commit_ms:
+            self.stats.visible.observe(max(0.0, time.time() - commit_ms / 1000))
 
     async def _apply(self, work: pb.ExecutorWork) -> bool:
         """Apply one message; False when it says stop."""
@@ -274,7 +282,7 @@ class Executor:
             yield pb.ExecutorReport(heartbeat=pb.Heartbeat(
                 tables=self._serving(), requests=self.requests, keys_looked_up=self.keys_looked_up,
                 memory_bytes=self.stores.cache.bytes,
-                draining=self.draining))
+                draining=self.draining, stats=self.stats.message()))
 
     async def _session(self, address: str) -> bool:
         """One Join call to ``address``; True when the service said stop."""

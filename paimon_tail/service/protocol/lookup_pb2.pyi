@@ -207,18 +207,46 @@ class ExecutorHello(_message.Message):
     def __init__(self, address: _Optional[str] = ..., pid: _Optional[int] = ..., instance_id: _Optional[str] = ..., index: _Optional[int] = ..., host: _Optional[str] = ..., protocol_version: _Optional[int] = ..., warehouse: _Optional[str] = ..., service_id: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ("tables", "requests", "keys_looked_up", "memory_bytes", "draining")
+    __slots__ = ("tables", "requests", "keys_looked_up", "memory_bytes", "draining", "stats")
     TABLES_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
     KEYS_LOOKED_UP_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     DRAINING_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
     tables: _containers.RepeatedCompositeFieldContainer[TableServing]
     requests: int
     keys_looked_up: int
     memory_bytes: int
     draining: bool
-    def __init__(self, tables: _Optional[_Iterable[_Union[TableServing, _Mapping]]] = ..., requests: _Optional[int] = ..., keys_looked_up: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., draining: _Optional[bool] = ...) -> None: ...
+    stats: ExecutorStats
+    def __init__(self, tables: _Optional[_Iterable[_Union[TableServing, _Mapping]]] = ..., requests: _Optional[int] = ..., keys_looked_up: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., draining: _Optional[bool] = ..., stats: _Optional[_Union[ExecutorStats, _Mapping]] = ...) -> None: ...
+
+class ExecutorStats(_message.Message):
+    __slots__ = ("keys_found", "keys_missing", "keys_failed", "requests_refused", "lookup_seconds", "visible_seconds")
+    KEYS_FOUND_FIELD_NUMBER: _ClassVar[int]
+    KEYS_MISSING_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_REFUSED_FIELD_NUMBER: _ClassVar[int]
+    LOOKUP_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    VISIBLE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    keys_found: int
+    keys_missing: int
+    keys_failed: int
+    requests_refused: int
+    lookup_seconds: Histogram
+    visible_seconds: Histogram
+    def __init__(self, keys_found: _Optional[int] = ..., keys_missing: _Optional[int] = ..., keys_failed: _Optional[int] = ..., requests_refused: _Optional[int] = ..., lookup_seconds: _Optional[_Union[Histogram, _Mapping]] = ..., visible_seconds: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
+
+class Histogram(_message.Message):
+    __slots__ = ("bounds", "counts", "sum")
+    BOUNDS_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    SUM_FIELD_NUMBER: _ClassVar[int]
+    bounds: _containers.RepeatedScalarFieldContainer[float]
+    counts: _containers.RepeatedScalarFieldContainer[int]
+    sum: float
+    def __init__(self, bounds: _Optional[_Iterable[float]] = ..., counts: _Optional[_Iterable[int]] = ..., sum: _Optional[float] = ...) -> None: ...
 
 class ExecutorReport(_message.Message):
     __slots__ = ("hello", "heartbeat")

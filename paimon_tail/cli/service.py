@@ -51,6 +51,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
           max_batch_keys, max_message_mb, metrics_port, log_format, use_spark, master, spark_conf,
           spark_start_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
+    from ..log_format import configure, say
     from ..service.coordinator.service import QueryService, ServeOptions
     from ..service.protocol.security import is_loopback
 
@@ -58,6 +59,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
     import signal
     import time
 
+    configure(log_format, "serve")
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     launcher = None
     if (master or spark_conf) and not use_spark:
@@ -68,15 +70,15 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
         launcher = _spark_launcher(tables, master, spark_conf, host, spark_start_timeout)
         executors = executors or 2
     if not is_loopback(host):
-        click.echo(
-            f"paimon-tail: WARNING: serving on {host}, reachable beyond this machine"
+        say(f"WARNING: serving on {host}, reachable beyond this machine"
             + ("" if security.token else " WITHOUT a token (set PAIMON_TAIL_TOKEN or --token-file)")
-            + ("" if security.tls else " and WITHOUT TLS"), err=True)
+            + ("" if security.tls else " and WITHOUT TLS"), "warning")
     options = ServeOptions(
         tables=list(tables), catalog=catalog, executors=executors, channels=channels, host=host, port=port,
         advertise=advertise, local_dir=local_dir, security=security, lease_seconds=lease,
         max_batch_keys=max_batch_keys, max_message_bytes=max_message_mb << 20, launcher=launcher,
         poll_interval=poll_interval, max_memory=max_memory, max_disk=max_disk, metrics_port=metrics_port,
+        log_format=log_format,
     )
     stopped_by: list = []  # the signal that asked us to stop
 
@@ -86,7 +88,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
 
     async def main() -> None:
         service = QueryService(options)
-        service.announce = lambda message: click.echo(f"paimon-tail: {message}", err=True)
+        service.announce = say
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
@@ -100,16 +102,14 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
             waiting = "" if service.num_executors or standby else \
                 f"; waiting for executors: paimon-tail executor --join {service.address} ..."
             metrics = f"; metrics at http://{service.metrics_address}/metrics" if service.metrics_address else ""
-            click.echo(f"paimon-tail: {'standby for' if standby else 'serving'} {', '.join(tables)} at "
-                       f"{service.address} with {service.num_executors} executor(s){where}{metrics}{waiting}; "
-                       "loading…", err=True)
+            say(f"{'standby for' if standby else 'serving'} {', '.join(tables)} at {service.address} with "
+                f"{service.num_executors} executor(s){where}{metrics}{waiting}; loading…")
             t0 = time.monotonic()
             ready = asyncio.ensure_future(service.wait_ready(3600 * 24))
             forever = asyncio.ensure_future(service.serve_forever())
             done, _ = await asyncio.wait({ready, forever}, return_when=asyncio.FIRST_COMPLETED)
             if ready in done and ready.exception() is None:
-                click.echo(f"paimon-tail: ready in {time.monotonic() - t0:.1f}s"
-                           + ("" if service.role == "active" else " (standing by)"), err=True)
+                say(f"ready in {time.monotonic() - t0:.1f}s" + ("" if service.role == "active" else " (standing by)"))
                 await forever
             else:
                 ready.cancel()
@@ -167,19 +167,20 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
     import signal
 
     from ..errors import ServiceError
+    from ..log_format import configure, say
     from ..service.executor.runner import Executor, ExecutorSpec, JoinRefused, private_dir
     from ..service.protocol.security import is_loopback
 
+    configure(log_format, "executor")
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     if any(":" not in c or not c.rsplit(":", 1)[1].isdigit() for c in coordinator.split(",")):
         raise UsageError(f"bad --join {coordinator!r}", hint="give the service's address as HOST:PORT")
     if not catalog.warehouse:
         raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")
     if not is_loopback(host):
-        click.echo(
-            f"paimon-tail: WARNING: executor on {host}, reachable beyond this machine"
+        say(f"WARNING: executor on {host}, reachable beyond this machine"
             + ("" if security.token else " WITHOUT a token (set PAIMON_TAIL_TOKEN or --token-file)")
-            + ("" if security.tls else " and WITHOUT TLS"), err=True)
+            + ("" if security.tls else " and WITHOUT TLS"), "warning")
     own_dir = None
     if local_dir:
         os.makedirs(local_dir, mode=0o700, exist_ok=True)
@@ -189,7 +190,7 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
                         advertise=advertise, security=security, rejoin=True, orphan_timeout=orphan_timeout,
                         max_memory=max_memory, max_disk=max_disk, drain_timeout=drain_timeout)
     executor = Executor(spec)
-    executor.announce = lambda message: click.echo(f"paimon-tail: {message}", err=True)
+    executor.announce = say
     stopped_by: list = []
 
     def stop_on(sig: int) -> None:
@@ -213,7 +214,7 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
                 server, bound = serve_metrics(ExecutorCollector(executor), host, metrics_port)
             except OSError as e:
                 raise ServiceError(f"cannot serve metrics on {host}:{metrics_port}: {e.strerror.lower()}") from None
-            click.echo(f"paimon-tail: metrics at http://{host}:{bound}/metrics", err=True)
+            say(f"metrics at http://{host}:{bound}/metrics")
         try:
             await executor.run()
         finally:

@@ -83,6 +83,7 @@ class ServeOptions:
     rejoin_grace: float = 10.0
     handover_timeout: float = 5.0  # a draining active waits this long for its standby to take over
     metrics_port: Optional[int] = None  # Prometheus text format on http://host:port/metrics (0: any free port)
+    log_format: str = "text"  # "json": serve's executors log JSON lines too
 
 
 def check_can_listen(host: str, port: int) -> None:
@@ -270,11 +271,12 @@ class QueryService:
             return ExecutorSpec(catalog=self.catalog, coordinator=self._local_address(), local_dir=self.local_dir,
                                 index=index, host=o.host, security=o.security,
                                 max_message_bytes=o.max_message_bytes, max_memory=o.max_memory, max_disk=o.max_disk,
-                                memory_share=max(1, self.num_executors), service_id=self.service_id)
+                                memory_share=max(1, self.num_executors), service_id=self.service_id,
+                                log_format=o.log_format)
         return ExecutorSpec(catalog=self.catalog, coordinator=self.address, local_dir=o.local_dir or "",
                             index=index, host=o.host if is_loopback(o.host) else "0.0.0.0", security=o.security, rejoin=True,
                             max_message_bytes=o.max_message_bytes, tag=f"{self.service_id[:10]}-{index}",
-                            max_memory=o.max_memory, max_disk=o.max_disk, service_id=self.service_id)
+                            max_memory=o.max_memory, max_disk=o.max_disk, service_id=self.service_id, log_format=o.log_format)
 
     def _local_address(self) -> str:
         """How executors on this machine reach the coordinator."""

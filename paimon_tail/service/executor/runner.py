@@ -81,6 +81,7 @@ class ExecutorSpec:
     max_disk: Optional[int] = None  # row files on local disk (bytes; None: no limit)
     service_id: str = ""  # serve's own executors: the service whose slot ``index`` is
     drain_timeout: float = 30.0  # SIGTERM: at most this long to hand the channels over before leaving
+    log_format: str = "text"  # "json": log records as JSON lines (log_format.py)
 
 
 class Executor:
@@ -480,8 +481,9 @@ def executor_main(spec: ExecutorSpec) -> None:
     """Entry point of one of serve's local executor processes (``multiprocessing`` spawn)."""
     import signal
 
-    logging.basicConfig(level=os.environ.get("PAIMON_TAIL_LOG", "WARNING"),
-                        format=f"executor-{spec.index} %(levelname)s %(message)s")
+    from ...log_format import configure
+
+    configure(spec.log_format, f"executor-{spec.index}", text_format=f"executor-{spec.index} %(levelname)s %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # serve stops us (Stop), a terminal's Ctrl-C does not
     os.umask(0o077)  # file copies, stores and every directory on the way: owner-only
     try:

@@ -73,8 +73,11 @@ def test_busy_port_is_one_line(kv):
         taken.listen()
         port = taken.getsockname()[1]
         r = run_cli("serve", "db.kv", "--warehouse", kv.path, "--port", str(port), "--executors", "1")
+        m = run_cli("serve", "db.kv", "--warehouse", kv.path, "--metrics-port", str(port), "--executors", "1")
     assert r.returncode == 1
     assert r.stderr == f"paimon-tail: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    assert m.returncode == 1, m.stderr
+    assert m.stderr == f"paimon-tail: cannot serve metrics on 127.0.0.1:{port}: address already in use\n"
 
 
 @pytest.mark.parametrize("command, option, value, says", [

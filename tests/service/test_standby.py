@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import threading
 import time
 from typing import List
@@ -170,3 +171,41 @@ def test_a_standby_takes_over_a_killed_coordinator_whose_executors_joined_from_e
             assert standby.stop() == 0, standby.lines
         for j in joined:  # the new active's clean stop stops them
             assert j.wait(15) == 0, j.lines
+
+
+def test_a_hung_active_is_fenced_when_it_wakes(kv):
+    """The active coordinator hangs (SIGSTOP) longer than its lease: the standby takes over when the lease has
+    expired (a hung process still accepts connections, so only the lease tells). When the old one wakes, its next
+    renewal finds the new epoch: it steps down and stands by, NOT_SERVING; lookups never stop."""
+    active = ServeProcess(kv.path, ["db.kv"], "--lease", "2", executors=1).wait_ready()
+    standby = caller = None
+    try:
+        standby = ServeProcess(kv.path, ["db.kv"], "--lease", "2", executors=1).wait_ready()
+        wait_until(lambda: len(registration(kv)["standbys"]) == 1, 10)
+        first = registration(kv)
+        caller = Caller(kv)
+        wait_until(lambda: len(caller.calls) >= 10, 20)
+        os.kill(active.proc.pid, signal.SIGSTOP)  # the coordinator only: its executor answers on
+        stopped_at = time.monotonic()
+        wait_until(lambda: any("took over db.kv" in line for line in standby.lines), 20)
+        took = time.monotonic() - stopped_at
+        assert took >= 1.5, f"took over after {took:.1f}s, before the 2 s lease could expire"
+        assert registration(kv)["epoch"] == first["epoch"] + 1
+        os.kill(active.proc.pid, signal.SIGCONT)
+        wait_until(lambda: any("another coordinator took db.kv over: standing by" in line for line in active.lines), 10)
+        wait_until(lambda: health(first["addresses"][0]) == health_pb2.HealthCheckResponse.NOT_SERVING, 10)
+        assert registration(kv)["pid"] == standby.proc.pid  # the old one never wrote over the new lease
+        wait_until(lambda: len([c for c in caller.calls if c[0] > stopped_at + took + 1]) >= 10, 20)
+        caller.stop()
+        assert not caller.failed(), caller.failed()[:5]
+        assert not caller.wrong, caller.wrong[:5]
+    finally:
+        if caller is not None:
+            caller.stop()
+        try:
+            os.kill(active.proc.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        assert active.stop() == 0, active.lines
+        if standby is not None:
+            assert standby.stop() == 0, standby.lines

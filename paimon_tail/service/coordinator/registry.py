@@ -348,8 +348,8 @@ class Registry:
                                     channels=a.channels, owners=a.owners, **common)
 
     def ready(self, table: str, snapshot_id: int, settled: bool = False) -> bool:
-        """Every channel is owned by a live executor that loaded it, at ``snapshot_id`` or later (``settled``: and
-        no channel is still moving to another executor)."""
+        """Every channel is owned by a live executor that loaded it (``settled``, as at start-up: at ``snapshot_id``
+        or later, and no channel still moving to another executor)."""
         if NONE in self.assignment.owners or (settled and self.warm):
             return False
         for index, channels in self.assignment.by_executor().items():
@@ -357,7 +357,9 @@ class Registry:
             if member is None or not member.alive(self.heartbeat_timeout):
                 return False
             serving = member.tables.get(table)
-            if serving is None or serving.snapshot_id < snapshot_id or not set(channels) <= set(serving.channels):
+            if serving is None or not set(channels) <= set(serving.channels):
+                return False
+            if settled and serving.snapshot_id < snapshot_id:  # (health: a commit being applied is no outage)
                 return False
         return True
 

@@ -124,7 +124,7 @@ def test_rolling_restart_under_load(kv):
         wait_until(lambda: any("took over db.kv" in line for line in standby.lines), 10)
         coord = ServeProcess(kv.path, ["db.kv"], executors=0).wait_ready()
         procs.append(coord)
-        assert any("standing by for db.kv" in line for line in coord.lines), coord.lines
+        wait_until(lambda: any("standing by for db.kv" in line for line in coord.lines), 10)
         marks["coordinator"] = time.monotonic() - t0
 
         # 2, 3. each executor: NOT_SERVING at once, its channels to the other (loaded before they move), exit 0;

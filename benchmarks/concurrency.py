@@ -202,8 +202,10 @@ def run(size: str = "tiny", clients: int = 8, procs: int = 2, seconds: float = 5
             "size": size, "rows": n, "clients": clients, "client_processes": procs, "server_processes": 2,
             "seconds": seconds, "rounds": rounds, "load_average": round(os.getloadavg()[0], 2),
             "echo_per_s": round(best("echo", "per_s")), "service_per_s": round(best("service", "per_s")),
-            "echo_p50_ms": round(best("echo", "p50_ms", min), 3), "service_p50_ms": round(best("service", "p50_ms", min), 3),
-            "echo_p99_ms": round(best("echo", "p99_ms", min), 3), "service_p99_ms": round(best("service", "p99_ms", min), 3),
+            "echo_p50_ms": round(best("echo", "p50_ms", min), 3),
+            "service_p50_ms": round(best("service", "p50_ms", min), 3),
+            "echo_p99_ms": round(best("echo", "p99_ms", min), 3),
+            "service_p99_ms": round(best("service", "p99_ms", min), 3),
             "errors": sum(x["errors"] for v in results.values() for x in v), "rounds_detail": results,
         }
         out["throughput_ratio"] = round(out["service_per_s"] / out["echo_per_s"], 2)

@@ -276,4 +276,5 @@ def _error_of(body: bytes) -> Tuple[str, str]:
 
 _CLIENTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
-__all__ = ["PreconditionFailed", "S3Client", "S3Config", "S3RequestError", "config_from_options", "read_text", "sign", "split_path"]
+__all__ = ["PreconditionFailed", "S3Client", "S3Config", "S3RequestError", "config_from_options", "read_text", "sign",
+           "split_path"]

@@ -160,4 +160,5 @@ def test_log_format_json(kv):
     assert r.returncode == 1
     (line,) = r.stderr.splitlines()
     error = json.loads(line)
-    assert error["level"] == "error" and error["message"] == f"cannot listen on 127.0.0.1:{port}: address already in use"
+    assert error["level"] == "error"
+    assert error["message"] == f"cannot listen on 127.0.0.1:{port}: address already in use"

@@ -55,10 +55,10 @@ class AddressServicer(pbg.AddressServiceServicer):
         lease = self.lease
         if lease is None or self._standing_by() is not None:
             await context.abort(grpc.StatusCode.UNAVAILABLE, self._standing_by() or "no standbys here")
-        if request.warehouse.rstrip("/") != self.registry.warehouse or sorted(request.tables) != sorted(self.registry.tables):
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                f"a standby must serve the same tables of the same warehouse ({', '.join(self.registry.tables)} "
-                                f"of {self.registry.warehouse})")
+        reg = self.registry
+        if request.warehouse.rstrip("/") != reg.warehouse or sorted(request.tables) != sorted(reg.tables):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "a standby must serve the same tables of the "
+                                f"same warehouse ({', '.join(reg.tables)} of {reg.warehouse})")
         log.info("standby coordinator at %s (pid %d on %s) joined", request.address, request.pid, request.host)
         queue = lease.standby_joined(request.address)
         try:

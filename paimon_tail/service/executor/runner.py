@@ -400,7 +400,8 @@ class Executor:
         if not port:
             raise JoinRefused(f"cannot listen on {spec.host}:{spec.port}: {why}")
         try:  # (run() stops the server when this raises)
-            self.address = advertised(spec.host, port, spec.advertise, toward=split_host_port(spec.coordinator.split(",")[0])[0])
+            first = spec.coordinator.split(",")[0]
+            self.address = advertised(spec.host, port, spec.advertise, toward=split_host_port(first)[0])
         except NoAddress as e:
             raise JoinRefused(f"cannot tell clients where to dial this executor (--host {spec.host}): {e}; "
                               "give --advertise HOST") from None

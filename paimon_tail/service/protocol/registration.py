@@ -18,8 +18,8 @@ coordinators never both believe they hold it: every renewal (every lease/3 secon
 assignment changes) that finds another's file means this one was deposed. A standby takes over with ``epoch + 1``
 when the active is gone (its address refuses connections), hands over (drains), or its lease expired; executors
 never go back to a coordinator of a lower epoch. ``standbys`` lists the coordinators standing by (clients and
-executors try them when the active does not answer). The file is removed on a clean shutdown without a standby. It never holds a secret (``auth`` only says whether a token is
-required). The format name stays ``/1``: version 1 clients read it (they use ``addresses``) and the coordinator
+executors try them when the active does not answer). The file is removed on a clean shutdown without a standby.
+It never holds a secret (``auth`` only says whether a token is required). The format name stays ``/1``: version 1 clients read it (they use ``addresses``) and the coordinator
 still serves them.
 """
 from __future__ import annotations

@@ -69,15 +69,15 @@ class Conflict(Exception):
 
 @contextlib.contextmanager
 def _locked(local: str):
-    """An exclusive POSIX lock beside ``local`` (``lockf``: between processes of this machine, and over NFS where
-    its lock manager runs)."""
+    """An exclusive lock beside ``local``: ``flock`` on a file opened for this call, so it excludes other
+    processes and other threads of this one alike (on NFS Linux maps it to the lock manager's byte-range locks)."""
     import fcntl
 
     directory, name = os.path.split(local)
     os.makedirs(directory, exist_ok=True)
     fd = os.open(f"{directory}/.{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.lockf(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # (closing releases the lock)
@@ -110,11 +110,13 @@ def replace_if(file_io, path: str, text: str, version) -> object:
     """Replace ``path`` with ``text`` only if it is still at ``version`` (``None``: only if it does not exist);
     returns the new version; raises ``Conflict`` otherwise.
 
-    What each file system guarantees: a local (or NFS) path compares and renames under ``lockf``, atomic between
-    every process that uses this function; S3 (and MinIO, and moto) does it in one conditional PUT (``If-Match``
+    What each file system guarantees: a local (or NFS) path compares and renames under ``flock``, atomic between
+    every process and thread that uses this function; S3 (and MinIO, and moto) does it in one conditional PUT (``If-Match``
     / ``If-None-Match``), atomic in the store. Other stores (OSS, HDFS, GCS through pyarrow) have no conditional
     write we can reach: read, compare, write, then read back after a moment — a race of two writers within that
     moment is possible (both may believe they won until the next renewal, when the loser sees the winner's file).
+    (A local file's version is its content: a coordinator's own renewals differ by their heartbeat, and two
+    coordinators' files by their service id.)
     """
     local = local_path(path)
     if local is not None:

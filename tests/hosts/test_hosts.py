@@ -301,7 +301,7 @@ def test_the_coordinator_host_dies_and_its_standby_takes_over(tmp_path):
     joined from two more hosts (``--join`` naming both coordinators); a client host looking up every key every
     50 ms. The active coordinator's host dies: the standby takes over, the executors re-join it with the channels
     they had and keep answering meanwhile — no lookup fails. A local warehouse: namespaces share the file
-    system (the registration's conditional write is the lockf one)."""
+    system (the registration's conditional write is the flock one)."""
     writer = TestWarehouse(str(tmp_path / "wh"))
     writer.create("t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"})
     writer.commit("t", [_rows(i, "v0") for i in range(N)])

@@ -9,6 +9,7 @@
     python -m benchmarks ab --product PATH [--rounds 5]   # catch-up of this tree vs the source at PATH, alternating
     python -m benchmarks lookup|spark [-- extra args]   # colleagues' scripts (benchmarks/lookup.py, spark_bench.py)
     python -m benchmarks store [--size tiny|5m|20m]      # the query service at production size (benchmarks/store.py)
+    python -m benchmarks concurrency [-- --clients 8]     # 8 concurrent clients: the service vs a grpc.aio echo
 
 Figures are ratios to a baseline measured in the same run; results go to benchmarks/results/<name>-<size>-*.json
 and a table is printed. Exits non-zero only when a benchmark fails to run (missing or wrong rows), not when a
@@ -41,7 +42,7 @@ def log(msg: str) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("name", choices=BENCHES + SEPARATE + ("all", "ab", "lookup", "spark", "store"))
+    ap.add_argument("name", choices=BENCHES + SEPARATE + ("all", "ab", "lookup", "spark", "store", "concurrency"))
     ap.add_argument("--rounds", type=int, default=5, help="ab: alternating runs of each side")
     ap.add_argument("--size", choices=tuple(SIZES) + ("5m", "20m"), default="tiny")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
@@ -52,6 +53,10 @@ def main(argv=None) -> int:
     if args.product:
         os.environ["PAIMON_TAIL_BENCH_SRC"] = str(Path(args.product).resolve())
         sys.path.insert(0, os.environ["PAIMON_TAIL_BENCH_SRC"])
+    if args.name == "concurrency":
+        from benchmarks import concurrency
+
+        return concurrency.main(["--size", args.size if args.size in concurrency.SIZES else "tiny", *args.extra])
     if args.name == "store":
         from benchmarks import store
 

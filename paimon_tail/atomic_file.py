@@ -60,3 +60,109 @@ def remove_file(file_io, path: str) -> None:
             client.delete(*split_path(file_io, path))
             return
     file_io.delete(path)
+
+
+# -- conditional replacement (the query service's registration: a lease with an epoch) ----------------------------
+class Conflict(Exception):
+    """Someone else replaced the file since the caller read it."""
+
+
+@contextlib.contextmanager
+def _locked(local: str):
+    """An exclusive lock beside ``local``: ``flock`` on a file opened for this call, so it excludes other
+    processes and other threads of this one alike (on NFS Linux maps it to the lock manager's byte-range locks)."""
+    import fcntl
+
+    directory, name = os.path.split(local)
+    os.makedirs(directory, exist_ok=True)
+    fd = os.open(f"{directory}/.{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (closing releases the lock)
+
+
+def read_versioned(file_io, path: str):
+    """(text or None, version): ``version`` is what ``replace_if`` compares against."""
+    local = local_path(path)
+    if local is not None:
+        try:
+            with open(local, encoding="utf-8") as f:
+                text = f.read()
+        except FileNotFoundError:
+            return None, None
+        return text, text
+    from .storage.s3 import S3Client, split_path
+
+    client = S3Client.for_file_io(file_io)
+    if client is not None:
+        data, etag = client.get_versioned(*split_path(file_io, path))
+        return (data.decode("utf-8"), etag) if data is not None else (None, None)
+    try:
+        text = file_io.read_file_utf8(path) if file_io.exists(path) else None
+    except FileNotFoundError:
+        text = None
+    return text, text
+
+
+def replace_if(file_io, path: str, text: str, version) -> object:
+    """Replace ``path`` with ``text`` only if it is still at ``version`` (``None``: only if it does not exist);
+    returns the new version; raises ``Conflict`` otherwise.
+
+    What each file system guarantees: a local (or NFS) path compares and renames under ``flock``, atomic between
+    every process and thread that uses this function; S3 (and MinIO, and moto) does it in one conditional PUT (``If-Match``
+    / ``If-None-Match``), atomic in the store. Other stores (OSS, HDFS, GCS through pyarrow) have no conditional
+    write we can reach: read, compare, write, then read back after a moment — a race of two writers within that
+    moment is possible (both may believe they won until the next renewal, when the loser sees the winner's file).
+    (A local file's version is its content: a coordinator's own renewals differ by their heartbeat, and two
+    coordinators' files by their service id.)
+    """
+    local = local_path(path)
+    if local is not None:
+        with _locked(local):
+            try:
+                with open(local, encoding="utf-8") as f:
+                    current = f.read()
+            except FileNotFoundError:
+                current = None
+            if current != version:
+                raise Conflict(path)
+            write_text_atomic(file_io, path, text)
+        return text
+    from .storage.s3 import PreconditionFailed, S3Client, split_path
+
+    client = S3Client.for_file_io(file_io)
+    if client is not None:
+        try:
+            return client.put_if(*split_path(file_io, path), text.encode("utf-8"), version)
+        except PreconditionFailed:
+            raise Conflict(path) from None
+    current, _ = read_versioned(file_io, path)
+    if current != version:
+        raise Conflict(path)
+    file_io.overwrite_file_utf8(path, text)
+    import time
+
+    time.sleep(0.2)
+    if read_versioned(file_io, path)[0] != text:
+        raise Conflict(path)
+    return text
+
+
+def remove_if(file_io, path: str, version) -> None:
+    """Delete ``path`` if it is still at ``version`` (best effort on stores without conditional deletes)."""
+    local = local_path(path)
+    if local is not None:
+        with _locked(local):
+            try:
+                with open(local, encoding="utf-8") as f:
+                    if f.read() != version:
+                        return
+                os.unlink(local)
+            except FileNotFoundError:
+                pass
+        return
+    current, now = read_versioned(file_io, path)
+    if current is not None and now == version:
+        remove_file(file_io, path)

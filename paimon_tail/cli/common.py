@@ -122,6 +122,16 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _error_line(message: str) -> None:
+    """The last line: plain, or JSON for a command running with --log-format json."""
+    from .. import log_format
+
+    if log_format.current == log_format.JSON:
+        log_format.say(message, "error")
+    else:
+        click.echo(f"paimon-tail: {message}", err=True)
+
+
 def error_boundary(main: Callable[[], Any], debug: Callable[[], bool]) -> int:
     """Run the CLI; turn every failure into one line on stderr and a documented exit code."""
     try:
@@ -139,7 +149,7 @@ def error_boundary(main: Callable[[], Any], debug: Callable[[], bool]) -> int:
     except PaimonTailError as e:
         if debug():
             traceback.print_exc()
-        click.echo(f"paimon-tail: {e}", err=True)
+        _error_line(str(e))
         return e.exit_code
     except (BrokenPipeError, OutputClosed):
         _quiet_stdout()
@@ -150,8 +160,8 @@ def error_boundary(main: Callable[[], Any], debug: Callable[[], bool]) -> int:
         if debug():
             traceback.print_exc()
         text = str(e).strip().splitlines()
-        click.echo(f"paimon-tail: unexpected error: {type(e).__name__}: {text[0] if text else ''} "
-                   f"(rerun with --debug for the traceback)", err=True)
+        _error_line(f"unexpected error: {type(e).__name__}: {text[0] if text else ''} "
+                    "(rerun with --debug for the traceback)")
         return EXIT_RUNTIME
 
 

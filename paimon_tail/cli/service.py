@@ -32,6 +32,11 @@ from .common import catalog_options, run, security_from_options, security_option
               "inotify locally].")
 @click.option("--max-batch-keys", type=click.IntRange(1, 10_000_000), default=100_000, show_default=True)
 @click.option("--max-message-mb", type=click.IntRange(1, 2047), default=64, show_default=True)
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve Prometheus metrics (text format) on http://HOST:PORT/metrics, the coordinator's and every "
+              "executor's (0 = any free port).")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one JSON object per line on stderr (for log shippers).")
 @click.option("--spark", "use_spark", is_flag=True,
               help="Run the executors as Spark tasks, one job each (this process is the driver).")
 @click.option("--master", metavar="URL", help="Spark master for --spark (default: Spark's own, e.g. local[*]).")
@@ -43,9 +48,10 @@ from .common import catalog_options, run, security_from_options, security_option
 @store_options
 @security_options
 def serve(tables, catalog, executors, channels, host, port, advertise, local_dir, lease, poll_interval,
-          max_batch_keys, max_message_mb, use_spark, master, spark_conf, spark_start_timeout, max_memory, max_disk,
-          token_file, tls_cert, tls_key, tls_ca) -> None:
+          max_batch_keys, max_message_mb, metrics_port, log_format, use_spark, master, spark_conf,
+          spark_start_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
+    from ..log_format import configure, say
     from ..service.coordinator.service import QueryService, ServeOptions
     from ..service.protocol.security import is_loopback
 
@@ -53,6 +59,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
     import signal
     import time
 
+    configure(log_format, "serve")
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     launcher = None
     if (master or spark_conf) and not use_spark:
@@ -63,15 +70,15 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
         launcher = _spark_launcher(tables, master, spark_conf, host, spark_start_timeout)
         executors = executors or 2
     if not is_loopback(host):
-        click.echo(
-            f"paimon-tail: WARNING: serving on {host}, reachable beyond this machine"
+        say(f"WARNING: serving on {host}, reachable beyond this machine"
             + ("" if security.token else " WITHOUT a token (set PAIMON_TAIL_TOKEN or --token-file)")
-            + ("" if security.tls else " and WITHOUT TLS"), err=True)
+            + ("" if security.tls else " and WITHOUT TLS"), "warning")
     options = ServeOptions(
         tables=list(tables), catalog=catalog, executors=executors, channels=channels, host=host, port=port,
         advertise=advertise, local_dir=local_dir, security=security, lease_seconds=lease,
         max_batch_keys=max_batch_keys, max_message_bytes=max_message_mb << 20, launcher=launcher,
-        poll_interval=poll_interval, max_memory=max_memory, max_disk=max_disk,
+        poll_interval=poll_interval, max_memory=max_memory, max_disk=max_disk, metrics_port=metrics_port,
+        log_format=log_format,
     )
     stopped_by: list = []  # the signal that asked us to stop
 
@@ -81,6 +88,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
 
     async def main() -> None:
         service = QueryService(options)
+        service.announce = say
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
@@ -90,16 +98,18 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
         try:
             await service.start()
             where = f" in Spark job group {launcher.group}" if launcher is not None else ""
-            waiting = "" if service.num_executors else \
+            standby = service.role != "active"
+            waiting = "" if service.num_executors or standby else \
                 f"; waiting for executors: paimon-tail executor --join {service.address} ..."
-            click.echo(f"paimon-tail: serving {', '.join(tables)} at {service.address} with "
-                       f"{service.num_executors} executor(s){where}{waiting}; loading…", err=True)
+            metrics = f"; metrics at http://{service.metrics_address}/metrics" if service.metrics_address else ""
+            say(f"{'standby for' if standby else 'serving'} {', '.join(tables)} at {service.address} with "
+                f"{service.num_executors} executor(s){where}{metrics}{waiting}; loading…")
             t0 = time.monotonic()
             ready = asyncio.ensure_future(service.wait_ready(3600 * 24))
             forever = asyncio.ensure_future(service.serve_forever())
             done, _ = await asyncio.wait({ready, forever}, return_when=asyncio.FIRST_COMPLETED)
             if ready in done and ready.exception() is None:
-                click.echo(f"paimon-tail: ready in {time.monotonic() - t0:.1f}s", err=True)
+                say(f"ready in {time.monotonic() - t0:.1f}s" + ("" if service.role == "active" else " (standing by)"))
                 await forever
             else:
                 ready.cancel()
@@ -123,8 +133,10 @@ def _spark_launcher(tables, master, spark_conf, host, start_timeout):
 
 # ------------------------------------------------------------------------------------------------------ executor
 @click.command("executor")
-@click.option("--join", "coordinator", required=True, metavar="HOST:PORT",
-              help="The running service to join: its address server (the registration's address).")
+@click.option("--join", "coordinator", required=True, metavar="HOST:PORT[,HOST:PORT…]",
+              help="The running service to join: its address server (the registration's address); several "
+              "(an active and its standbys) are tried in turn. After a takeover the executor finds the new active "
+              "from the registration.")
 @catalog_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
@@ -134,12 +146,19 @@ def _spark_launcher(tables, master, spark_conf, host, start_timeout):
               "on the route to the service].")
 @click.option("--local-dir", type=click.Path(file_okay=False),
               help="Where row files and key indexes go (default: a private temp dir, removed on exit).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve this executor's Prometheus metrics on http://HOST:PORT/metrics (0 = any free port).")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one JSON object per line on stderr (for log shippers).")
+@click.option("--drain-timeout", type=click.FloatRange(0, 3600), default=30.0, show_default=True,
+              help="SIGTERM: seconds to hand the channels over to other executors before leaving.")
 @click.option("--orphan-timeout", type=click.FloatRange(1, 86400), default=30.0, show_default=True,
-              help="Seconds to keep trying to join again when the service cannot be reached.")
+              help="Seconds to keep trying to join again when no coordinator can be reached (answering lookups "
+              "from what it holds meanwhile).")
 @store_options
 @security_options
-def executor_command(coordinator, catalog, host, port, advertise, local_dir, orphan_timeout, max_memory, max_disk,
-                     token_file, tls_cert, tls_key, tls_ca) -> None:
+def executor_command(coordinator, catalog, host, port, advertise, local_dir, metrics_port, log_format, drain_timeout,
+                     orphan_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Join a running service as one more executor: it takes a share of the buckets, indexes their files from the
     warehouse and answers lookups at its advertised address, until the service stops it."""
     import asyncio
@@ -148,19 +167,20 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
     import signal
 
     from ..errors import ServiceError
+    from ..log_format import configure, say
     from ..service.executor.runner import Executor, ExecutorSpec, JoinRefused, private_dir
     from ..service.protocol.security import is_loopback
 
+    configure(log_format, "executor")
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
-    if ":" not in coordinator or not coordinator.rsplit(":", 1)[1].isdigit():
+    if any(":" not in c or not c.rsplit(":", 1)[1].isdigit() for c in coordinator.split(",")):
         raise UsageError(f"bad --join {coordinator!r}", hint="give the service's address as HOST:PORT")
     if not catalog.warehouse:
         raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")
     if not is_loopback(host):
-        click.echo(
-            f"paimon-tail: WARNING: executor on {host}, reachable beyond this machine"
+        say(f"WARNING: executor on {host}, reachable beyond this machine"
             + ("" if security.token else " WITHOUT a token (set PAIMON_TAIL_TOKEN or --token-file)")
-            + ("" if security.tls else " and WITHOUT TLS"), err=True)
+            + ("" if security.tls else " and WITHOUT TLS"), "warning")
     own_dir = None
     if local_dir:
         os.makedirs(local_dir, mode=0o700, exist_ok=True)
@@ -168,14 +188,17 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
         local_dir = own_dir = private_dir()
     spec = ExecutorSpec(catalog=catalog, coordinator=coordinator, local_dir=local_dir, host=host, port=port,
                         advertise=advertise, security=security, rejoin=True, orphan_timeout=orphan_timeout,
-                        max_memory=max_memory, max_disk=max_disk)
+                        max_memory=max_memory, max_disk=max_disk, drain_timeout=drain_timeout)
     executor = Executor(spec)
-    executor.announce = lambda message: click.echo(f"paimon-tail: {message}", err=True)
+    executor.announce = say
     stopped_by: list = []
 
     def stop_on(sig: int) -> None:
         stopped_by.append(sig)
-        executor.stop()
+        if sig == signal.SIGTERM and len(stopped_by) == 1:
+            executor.drain()  # hand the channels over first (a second signal stops at once)
+        else:
+            executor.stop()
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -184,7 +207,19 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, orp
                 loop.add_signal_handler(sig, stop_on, sig)
             except (NotImplementedError, RuntimeError):  # pragma: no cover
                 pass
-        await executor.run()
+        if metrics_port is not None:
+            from ..service.metrics import ExecutorCollector, serve_metrics
+
+            try:
+                server, bound = serve_metrics(ExecutorCollector(executor), host, metrics_port)
+            except OSError as e:
+                raise ServiceError(f"cannot serve metrics on {host}:{metrics_port}: {e.strerror.lower()}") from None
+            say(f"metrics at http://{host}:{bound}/metrics")
+        try:
+            await executor.run()
+        finally:
+            if metrics_port is not None:
+                server.shutdown()
 
     old_umask = os.umask(0o077)  # file copies, stores, directories: owner-only
     try:

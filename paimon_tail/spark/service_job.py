@@ -69,8 +69,9 @@ def run_executor_task(spec, iterator):
     for _ in iterator:  # the partition's single element: the slot
         pass
     attempt = TaskContext.get().attemptNumber()
-    logging.basicConfig(level=os.environ.get("PAIMON_TAIL_LOG", "WARNING"),
-                        format=f"executor-{spec.index} %(levelname)s %(message)s")
+    from ..log_format import configure
+
+    configure(spec.log_format, f"executor-{spec.index}", text_format=f"executor-{spec.index} %(levelname)s %(message)s")
     reason = run_executor(replace(spec, host=task_host(spec)))
     if reason != "stopped":  # Spark runs the task again (a new executor for this slot)
         raise RuntimeError(f"paimon-tail executor {spec.index} (task attempt {attempt}) ended: {reason}")

@@ -38,9 +38,11 @@ class StorageHealth:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.outage: Optional[Outage] = None
+        self.failures = 0  # failed calls since the start (metrics)
 
     def failed(self, diagnosis: Diagnosis) -> Outage:
         with self._lock:
+            self.failures += 1
             prev = self.outage
             self.outage = Outage(prev.since if prev else time.time(), diagnosis.message,
                                  (prev.attempts if prev else 0) + 1)

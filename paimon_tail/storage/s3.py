@@ -44,6 +44,10 @@ class S3RequestError(OSError):
         self.code = code
 
 
+class PreconditionFailed(S3RequestError):
+    """A conditional PUT lost: the object is not the version the caller read (412, or 409 for a race S3 saw)."""
+
+
 @dataclass(frozen=True)
 class S3Config:
     endpoint: str  # scheme://host[:port]
@@ -152,6 +156,21 @@ class S3Client:
     def put(self, bucket: str, key: str, data: bytes) -> None:
         self._request("PUT", bucket, key, data, "writing")
 
+    def get_versioned(self, bucket: str, key: str) -> Tuple[Optional[bytes], Optional[str]]:
+        """The object's bytes and ETag, or (None, None) if there is no such object."""
+        status, body, headers = self._request("GET", bucket, key, b"", "reading", with_headers=True)
+        if status == 404 and not _is_bucket_error(body):
+            return None, None
+        return body, headers.get("etag")
+
+    def put_if(self, bucket: str, key: str, data: bytes, etag: Optional[str]) -> Optional[str]:
+        """PUT only if the object is still at ``etag`` (``None``: only if there is no object); the new ETag.
+        Raises ``PreconditionFailed`` when it changed meanwhile (S3's conditional writes; MinIO and moto have
+        them too)."""
+        extra = {"if-match": etag} if etag is not None else {"if-none-match": "*"}
+        _, _, headers = self._request("PUT", bucket, key, data, "writing", extra=extra, with_headers=True)
+        return headers.get("etag")
+
     def delete(self, bucket: str, key: str) -> None:
         """One DELETE (pyarrow's also writes a marker for the parent "directory" when it empties)."""
         self._request("DELETE", bucket, key, b"", "deleting")
@@ -166,10 +185,12 @@ class S3Client:
         default = 443 if self._secure else 80
         return host if self._port in (None, default) else f"{host}:{self._port}"
 
-    def _request(self, method: str, bucket: str, key: str, body: bytes, operation: str) -> Tuple[int, bytes]:
+    def _request(self, method: str, bucket: str, key: str, body: bytes, operation: str,
+                 extra: Optional[Dict[str, str]] = None, with_headers: bool = False):
         host, path = self._target(bucket, key)
         payload_hash = hashlib.sha256(body).hexdigest() if body else _EMPTY_SHA256
         headers = sign(self.config, method, host, path, payload_hash)
+        headers.update(extra or {})  # (unsigned: conditional headers need not be signed)
         if method == "PUT":
             headers["content-length"] = str(len(body))
         for attempt in (0, 1):  # a kept-alive connection the server closed meanwhile is reopened once
@@ -187,8 +208,13 @@ class S3Client:
                 self._drop(host)
                 raise
         if resp.status in (200, 204) or (resp.status == 404 and method == "GET" and not _is_bucket_error(data)):
+            if with_headers:
+                return resp.status, data, {k.lower(): v for k, v in resp.getheaders()}
             return resp.status, data
         code, message = _error_of(data)
+        if resp.status == 412 or (resp.status == 409 and code == "ConditionalRequestConflict") or \
+                (resp.status == 404 and extra and "if-match" in extra):
+            raise PreconditionFailed(resp.status, code, message, operation, bucket, key)
         raise S3RequestError(resp.status, code, message, operation, bucket, key)
 
     def _connection(self, host: str) -> http.client.HTTPConnection:
@@ -250,4 +276,5 @@ def _error_of(body: bytes) -> Tuple[str, str]:
 
 _CLIENTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
-__all__ = ["S3Client", "S3Config", "S3RequestError", "config_from_options", "read_text", "sign", "split_path"]
+__all__ = ["PreconditionFailed", "S3Client", "S3Config", "S3RequestError", "config_from_options", "read_text", "sign",
+           "split_path"]

@@ -294,3 +294,68 @@ def test_wildcard_hosts_advertise_an_address_others_reach(tmp_path):
         serve.proc.terminate()
         assert serve.proc.wait(30) == 0, "\n".join(serve.lines[-30:])
         assert executor.proc.wait(30) == 0, executor.lines
+
+
+def test_the_coordinator_host_dies_and_its_standby_takes_over(tmp_path):
+    """Two coordinators (``serve --executors 0``) on hosts of their own, the second standing by; two executors
+    joined from two more hosts (``--join`` naming both coordinators); a client host looking up every key every
+    50 ms. The active coordinator's host dies: the standby takes over, the executors re-join it with the channels
+    they had and keep answering meanwhile — no lookup fails. A local warehouse: namespaces share the file
+    system (the registration's conditional write is the flock one)."""
+    writer = TestWarehouse(str(tmp_path / "wh"))
+    writer.create("t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"})
+    writer.commit("t", [_rows(i, "v0") for i in range(N)])
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PAIMON_WAREHOUSE", None)
+    env.pop("PAIMON_TAIL_TOKEN", None)
+    cli = [sys.executable, "-m", "paimon_tail"]
+    wh = ["-w", writer.path]
+    path = f"{writer.path}/db.db/t/service/service-paimon-tail-lookup"
+    with Network() as net:
+        c1, c2, exa, exb, client = (net.host(n) for n in ("c1", "c2", "exa", "exb", "client"))
+        first = Lines(c1.run([*cli, "serve", "db.t", *wh, "--executors", "0", "--host", c1.address, "--port",
+                              str(PORT)], env=env, stderr=subprocess.PIPE, text=True))
+        first.wait_for("waiting for executors", 60)
+        join = f"{c1.address}:{PORT},{c2.address}:{PORT}"
+        executors = [Lines(h.run([*cli, "executor", "--join", join, *wh, "--host", h.address], env=env,
+                                 stderr=subprocess.PIPE, text=True)) for h in (exa, exb)]
+        first.wait_for("ready in", 90)
+        second = Lines(c2.run([*cli, "serve", "db.t", *wh, "--executors", "0", "--host", c2.address, "--port",
+                               str(PORT)], env=env, stderr=subprocess.PIPE, text=True))
+        second.wait_for("ready in", 60)
+        _wait(lambda: json.load(open(path))["standbys"] == [f"{c2.address}:{PORT}"], 20)
+        before = {a["address"]: sorted(a["channels"]) for a in json.load(open(path))["assignment"]}
+        assert sorted(a.rsplit(":", 1)[0] for a in before) == [exa.address, exb.address]
+
+        keys = [(i, DATES[i % 2]) for i in range(N)]
+        loop = client.run([sys.executable, str(ROOT / "tests" / "hosts" / "lookup_loop.py"), "db.t", json.dumps(keys),
+                           "--timeout", "8"], env=dict(env, PAIMON_TAIL_LOOP_OPTIONS=json.dumps(writer.options)),
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        answers: List[dict] = []
+        threading.Thread(target=lambda: answers.extend(json.loads(line) for line in loop.stdout), daemon=True).start()
+        try:
+            _wait(lambda: len(answers) >= 10, 60, lambda: answers[-3:])
+            killed_at = time.time()
+            c1.kill()  # the active coordinator's host dies
+            second.wait_for("took over db.t", 30)
+            _wait(lambda: json.load(open(path))["addresses"] == [f"{c2.address}:{PORT}"] and
+                  {a["address"]: sorted(a["channels"]) for a in json.load(open(path))["assignment"]} == before, 30,
+                  lambda: json.load(open(path)))
+            _wait(lambda: sum(a["start"] > killed_at + 3 for a in answers) >= 20, 60)
+        finally:
+            loop.stdin.close()
+            loop.wait(30)
+        assert loop.returncode == 0, loop.stderr.read()
+        bad = [a for a in answers if "error" in a or a["failed"] or a["missing"]]
+        after = [a for a in answers if a["end"] > killed_at]
+        slowest = max(a["end"] - a["start"] for a in after)
+        print(f"\ncoordinator host killed: {len(answers)} lookups of {len(keys)} keys, {len(bad)} failed, slowest "
+              f"after the kill {slowest * 1000:.0f} ms")
+        assert not bad, bad[:3]
+        assert all(a["rows"][str(pos)]["name"] == f"v0-{k[0]}" for a in answers for pos, k in enumerate(keys))
+        for ex in executors:  # each joined the new active (their stderr says so twice)
+            assert sum("joined the service at" in line for line in ex.lines) == 2, ex.lines
+        second.proc.terminate()
+        assert second.proc.wait(30) == 0, "\n".join(second.lines[-30:])
+        for ex in executors:
+            assert ex.proc.wait(30) == 0, ex.lines

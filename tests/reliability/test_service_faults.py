@@ -140,8 +140,9 @@ def test_executor_sigkill_under_load_with_writer(kv):
 
 @pytest.mark.slow
 def test_address_server_sigkill_then_takeover(kv):
-    """SIGKILL the address server only: lookups say "no live service" within 2 s (not after the 10 s lease),
-    its executors exit, and a new serve takes the registration over at once (the old pid is dead)."""
+    """SIGKILL the address server only (no standby): its executor keeps answering from what it holds — clients
+    that knew the route and new ones, routed by the registration's assignment — and a new serve takes over at
+    once (the old pid is dead); the orphaned executor re-joins it, and its clean stop ends it."""
     kv.write("kv", [{"k": k, "v": f"v{k}", "op": "+I"} for k in range(100)])
     svc = ServeProcess(kv.path, ["db.kv"], executors=1).wait_ready()
     svc2 = None
@@ -151,32 +152,34 @@ def test_address_server_sigkill_then_takeover(kv):
             assert c.get_sync(5)["v"] == "v5"
             os.kill(svc.proc.pid, signal.SIGKILL)
             svc.proc.wait(5)
-            t0 = time.monotonic()
-            with pytest.raises(ServiceError, match="no live service for db.kv"):
-                c.lookup_sync([5])
-            assert time.monotonic() - t0 < 2.0
+            assert c.get_sync(6)["v"] == "v6"  # (was: "no live service" at once)
+        with LookupClient("db.kv", catalog_config(kv.path), timeout=10) as fresh:
+            assert fresh.lookup_sync([7, 8]).rows.column("v").to_pylist() == ["v7", "v8"]
         r = run_cli("lookup", "db.kv", "5", "--warehouse", kv.path)
-        assert r.returncode == 1 and r.stderr.startswith("paimon-tail: no live service for db.kv") \
-            and r.stderr.count("\n") == 1, r.stderr
-        wait_until(lambda: not any(os.path.exists(f"/proc/{p}") and
-                                   "Z" not in open(f"/proc/{p}/stat").read().split()[2] for p in executors), 10)
+        assert r.returncode == 0 and json.loads(r.stdout)["v"] == "v5", r.stderr
+        assert all(os.path.exists(f"/proc/{p}") for p in executors)  # orphaned, still answering
         t0 = time.monotonic()
         svc2 = ServeProcess(kv.path, ["db.kv"], executors=1).wait_ready()
         assert time.monotonic() - t0 < 10  # no waiting for the dead service's lease
         reg = json.load(open(f"{kv.path}/db.db/kv/service/service-paimon-tail-lookup"))
         assert reg["pid"] == svc2.proc.pid
+        # the orphan found the new coordinator through the registration and joined it
+        wait_until(lambda: any(a["address"] and a["joined"] for a in json.load(open(
+            f"{kv.path}/db.db/kv/service/service-paimon-tail-lookup"))["assignment"]), 20)
         r = run_cli("lookup", "db.kv", "5", "--warehouse", kv.path)
         assert r.returncode == 0 and json.loads(r.stdout)["v"] == "v5", r.stderr
     finally:
         svc.kill_all()
         if svc2 is not None:
             assert svc2.stop() == 0
+    wait_until(lambda: not any(os.path.exists(f"/proc/{p}") and
+                               "Z" not in open(f"/proc/{p}/stat").read().split()[2] for p in executors), 10)
 
 
 @pytest.mark.slow
 def test_sigstop_executor_and_address_server_never_hang(kv):
     """SIGSTOP: the other executor's keys keep answering, the stopped one's keys fail within --timeout with one
-    line; a stopped address server is "no live service" within the 2 s discovery budget; all recover."""
+    line; while the address server is stopped its executors answer (routed by the registration); all recover."""
     kv.write("kv", [{"k": k, "v": f"v{k}", "op": "+I"} for k in range(200)])
     svc = ServeProcess(kv.path, ["db.kv"]).wait_ready()
     stopped = []
@@ -204,12 +207,13 @@ def test_sigstop_executor_and_address_server_never_hang(kv):
 
         os.kill(svc.proc.pid, signal.SIGSTOP)
         stopped.append(svc.proc.pid)
+        # a stopped address server: its executors answer (routed by the registration) within the 2 s budget
         t0 = time.monotonic()
-        with pytest.raises(ServiceError, match="no live service for db.kv: the address server at .* does not answer"):
-            LookupClient("db.kv", catalog_config(kv.path)).lookup_sync([b])
+        r = LookupClient("db.kv", catalog_config(kv.path)).lookup_sync([a, b])
+        assert r.rows.column("v").to_pylist() == [f"v{a}", f"v{b}"] and not r.failed
         assert time.monotonic() - t0 < 3.0
         r = run_cli("lookup", "db.kv", str(b), "--warehouse", kv.path)
-        assert r.returncode == 1 and "does not answer" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert r.returncode == 0 and json.loads(r.stdout)["v"] == f"v{b}", r.stderr
         os.kill(svc.proc.pid, signal.SIGCONT)
         stopped.remove(svc.proc.pid)
         wait_until(lambda: run_cli("lookup", "db.kv", str(a), str(b), "--warehouse", kv.path).returncode == 0, 20)

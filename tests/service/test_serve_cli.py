@@ -73,8 +73,11 @@ def test_busy_port_is_one_line(kv):
         taken.listen()
         port = taken.getsockname()[1]
         r = run_cli("serve", "db.kv", "--warehouse", kv.path, "--port", str(port), "--executors", "1")
+        m = run_cli("serve", "db.kv", "--warehouse", kv.path, "--metrics-port", str(port), "--executors", "1")
     assert r.returncode == 1
     assert r.stderr == f"paimon-tail: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    assert m.returncode == 1, m.stderr
+    assert m.stderr == f"paimon-tail: cannot serve metrics on 127.0.0.1:{port}: address already in use\n"
 
 
 @pytest.mark.parametrize("command, option, value, says", [
@@ -114,3 +117,48 @@ def test_budgets_reach_the_executors(kv, tmp_path):
         assert len(frames) == 1, "the disk budget keeps one data file's rows at a time"
     finally:
         svc.stop()
+
+
+def test_log_format_json(kv):
+    """``--log-format json``: everything serve and an executor say is one JSON object per line (their own lines,
+    log records of serve's executor processes, the last error line), for a log shipper."""
+    import json
+    import signal
+
+    from ..processes import CliProcess
+    from .test_join import Joined
+
+    env = {"PAIMON_TAIL_LOG": "INFO"}  # log records too, not only the commands' own lines
+    svc = CliProcess(cli_cmd("serve", "db.kv", "--warehouse", kv.path, "--executors", "1", "--log-format", "json",
+                             "--metrics-port", "0"), '"ready in', env=env, drop_env=("PAIMON_TAIL_TOKEN",
+                                                                                      "PAIMON_WAREHOUSE"))
+    try:
+        assert svc.announced.wait(90), svc.lines
+        reg = json.load(open(os.path.join(kv.path, "db.db", "kv", "service", "service-paimon-tail-lookup")))
+        joined = Joined(kv.path, reg["addresses"][0], "--log-format", "json", env=env)
+        assert joined.announced.wait(30), joined.lines
+    finally:
+        svc.proc.send_signal(signal.SIGTERM)
+        assert svc.proc.wait(30) == 0
+    assert joined.wait(30) == 0
+    time.sleep(0.2)
+    for proc, process in ((svc, "serve"), (joined, "executor")):
+        records = [json.loads(line) for line in proc.lines]  # every line parses
+        assert all({"time", "level", "logger", "process", "pid", "message"} <= set(r) for r in records), records
+        assert any(r["process"] == process for r in records)
+    messages = [r["message"] for r in map(json.loads, svc.lines)]
+    assert any(m.startswith("serving db.kv at ") and "metrics at http://" in m for m in messages), messages
+    assert any(m.startswith("ready in ") for m in messages)
+    assert any(json.loads(line)["process"] == "executor-0" for line in svc.lines), svc.lines  # serve's executor
+    assert any("joined the service at" in json.loads(line)["message"] for line in joined.lines)
+
+    with socket.socket() as taken:  # an error is a JSON line too
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = run_cli("serve", "db.kv", "--warehouse", kv.path, "--port", str(port), "--log-format", "json")
+    assert r.returncode == 1
+    (line,) = r.stderr.splitlines()
+    error = json.loads(line)
+    assert error["level"] == "error"
+    assert error["message"] == f"cannot listen on 127.0.0.1:{port}: address already in use"

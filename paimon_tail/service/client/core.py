@@ -144,9 +144,19 @@ def check_registration(reg: Optional[regmod.Registration], table: str, tls: bool
 
 
 def discovery_deadline(reg: regmod.Registration, deadline: Deadline) -> Deadline:
-    """An address server refusing connections means the service is gone (or restarting): try briefly; an expired
-    registration more briefly still (a service that cannot reach its storage cannot renew it, yet answers)."""
+    """With standbys listed, one of them takes over when the active is gone: wait for it, within the whole
+    deadline. Without, an address server refusing connections means the service is gone (or restarting): try
+    briefly; an expired registration more briefly still (a service that cannot reach its storage cannot renew
+    it, yet answers)."""
+    if reg.standbys:
+        return deadline
     return deadline.sooner(2.0 if reg.is_live() else 0.5)
+
+
+def standing_by(error: BaseException) -> bool:
+    """A standby coordinator's answer: ask the next address (not a broken channel)."""
+    return isinstance(error, grpc.RpcError) and hasattr(error, "details") and \
+        (error.details() or "").startswith("standing by")
 
 
 def unreachable_error(table: str, reg: regmod.Registration, last: str) -> ServiceError:
@@ -159,11 +169,15 @@ def unreachable_error(table: str, reg: regmod.Registration, last: str) -> Servic
 
 
 class Route:
-    """Where keys go, from the coordinator's ``ExecutorsResponse``: channel → executor → address."""
+    """Where keys go, from the coordinator's ``ExecutorsResponse``: channel → executor → address. A *fallback*
+    route is read from the registration's assignment while no coordinator answers (its executors keep answering
+    from what they hold)."""
 
-    def __init__(self, registration: regmod.Registration, response: pb.ExecutorsResponse) -> None:
+    def __init__(self, registration: regmod.Registration, response: pb.ExecutorsResponse,
+                 fallback: bool = False) -> None:
         self.registration = registration
         self.response = response
+        self.fallback = fallback
         self.v2 = response.protocol_version >= 2 and response.channels > 0
         if self.v2:
             self.channels = response.channels
@@ -178,6 +192,38 @@ class Route:
     def owner(self, part_hash: int, bucket: int) -> int:
         return int(self.owners[channel(part_hash, bucket, self.channels)])
 
+    @classmethod
+    def from_registration(cls, reg: regmod.Registration) -> Optional["Route"]:
+        """The routing the registration was last written with, or None when it has none."""
+        if not reg.channels or not reg.assignment:
+            return None
+        owners = [-1] * reg.channels
+        executors = []
+        for entry in reg.assignment:
+            index, address = entry.get("index", -1), entry.get("address", "")
+            if index < 0 or not address:
+                continue
+            executors.append(pb.ExecutorInfo(index=index, address=address, alive=True, host=entry.get("host", "")))
+            for c in entry.get("channels", ()):
+                if 0 <= c < reg.channels:
+                    owners[c] = index
+        if not executors:
+            return None
+        return cls(reg, pb.ExecutorsResponse(protocol_version=PROTOCOL_VERSION, num_executors=len(executors),
+                                             executors=executors, channels=reg.channels, owners=owners),
+                   fallback=True)
+
+
+def fallback_error(table: str, route: Route, call: "Call", e: grpc.RpcError) -> ServiceError:
+    """No coordinator answers, and neither does an executor the registration names."""
+    reg = route.registration
+    if not reg.is_live():
+        ago = (regmod.now_ms() - reg.heartbeat_ms) / 1000
+        return ServiceError(f"no live service for {table}: the registration of {reg.describe()} expired (last "
+                            f"heartbeat {ago:.0f}s ago), and executor {call.executor} at {call.address} does not "
+                            f"answer ({unreachable(e)})")
+    return ServiceError(f"no live service for {table}: the address server at {', '.join(reg.addresses)} does not "
+                        f"answer, nor executor {call.executor} at {call.address} ({unreachable(e)})")
 
 # ------------------------------------------------------------------------------------------------ keys
 class Prepared:
@@ -324,6 +370,7 @@ class Lookup:
         self.failed: Dict[int, str] = {}
         self.schema: Optional[pa.Schema] = None
         self.attempts = 0
+        self.route: Optional[Route] = None
         self._retry: List[np.ndarray] = []
         self._reasons: List[str] = []
         self.answered_at = np.zeros(prepared.n, dtype=np.int64)  # the snapshot of each key's answer
@@ -332,6 +379,7 @@ class Lookup:
     def plan(self, route: Route) -> List[Call]:
         """The calls of this attempt; keys without a reachable executor wait for the next one."""
         prep, pending = self.prepared, self.pending
+        self.route = route
         if len(pending) == 1:
             i = int(pending[0])
             groups = [(route.owner(int(prep.part_hashes[i]), int(prep.buckets[i])), pending)]
@@ -402,6 +450,8 @@ class Lookup:
         return False
 
     def _error(self, call: Call, e: grpc.RpcError) -> bool:
+        if self.route is not None and self.route.fallback and e.code() == grpc.StatusCode.UNAVAILABLE:
+            raise fallback_error(self.table, self.route, call, e)
         reason, drop = call_error(call, e, self.min_snapshot)
         self._again(call.positions, reason)
         return drop
@@ -463,12 +513,14 @@ class OneKey:
         self.call_timeout = call_timeout
         self._first_row = first_row
         self.attempts = 0
+        self.route: Optional[Route] = None
         self.row: Optional[Dict[str, Any]] = None
         self.failure = ""
         self.snapshot_id = self.schema_id = 0
         self._reason = ""
 
     def plan(self, route: Route) -> List[Call]:
+        self.route = route
         ex = route.owner(self.part_hash, self.bucket)
         info = route.executors.get(ex)
         if ex < 0 or info is None or not info.address or not info.alive:
@@ -483,6 +535,8 @@ class OneKey:
 
     def absorb(self, call: Call, outcome: Any) -> bool:
         if isinstance(outcome, grpc.RpcError):
+            if self.route is not None and self.route.fallback and outcome.code() == grpc.StatusCode.UNAVAILABLE:
+                raise fallback_error(self.table, self.route, call, outcome)
             self._reason, drop = call_error(call, outcome, self.min_snapshot)
             return drop
         self.snapshot_id, self.schema_id = outcome.snapshot_id, outcome.schema_id
@@ -529,5 +583,5 @@ def check_select(select: Optional[Sequence[str]], columns, refresh: Callable[[],
 
 
 __all__ = ["Again", "Call", "Deadline", "Lookup", "LookupResult", "LookupTimeout", "OneKey", "Prepared", "Route",
-           "check_registration", "check_select", "discovery_deadline", "raise_final", "retrying", "run_async",
-           "run_sync", "unreachable", "unreachable_error"]
+           "check_registration", "check_select", "discovery_deadline", "fallback_error", "raise_final", "retrying",
+           "run_async", "run_sync", "standing_by", "unreachable", "unreachable_error"]

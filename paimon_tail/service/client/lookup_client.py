@@ -36,8 +36,8 @@ from ..protocol import registration as regmod
 from ..protocol.security import Security, make_channel, make_sync_channel
 from ..protocol.wire import FirstRow, ipc_stream
 from .core import (Again, Deadline, Lookup, LookupResult, LookupTimeout, OneKey, Prepared, Route, check_registration,
-                   check_select, discovery_deadline, raise_final, retrying, run_async, run_sync, unreachable,
-                   unreachable_error)
+                   check_select, discovery_deadline, raise_final, retrying, run_async, run_sync, standing_by,
+                   unreachable, unreachable_error)
 
 DEFAULT_BATCH = 10_000
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
@@ -217,26 +217,34 @@ class LookupClient:
         if self._route is not None and not force:
             return self._route
         self._bind_loop()
-        reg = await asyncio.to_thread(self._registration)
-        within = discovery_deadline(reg, deadline)
+        seen = [await asyncio.to_thread(self._registration)]
+        within = discovery_deadline(seen[0], deadline)
 
         async def attempt() -> Route:
+            reg = seen[-1]
             last = "no address"
-            for address in reg.addresses:
+            for address in [*reg.addresses, *reg.standbys]:
                 try:
                     resp = await pbg.AddressServiceStub(self._channel(address)).Executors(
                         pb.ExecutorsRequest(table=self.name, protocol_version=PROTOCOL_VERSION),
                         timeout=max(0.05, min(1.0, within.left())), metadata=self._metadata, wait_for_ready=False)
                 except grpc.aio.AioRpcError as e:
                     raise_final(e, f"address server {address}")
-                    await self._drop_channel(address)
-                    last = unreachable(e)
+                    if not standing_by(e):
+                        await self._drop_channel(address)
+                    last = unreachable(e) if not standing_by(e) else e.details()
                     continue
                 self._route = Route(reg, resp)
                 return self._route
+            fallback = None if reg.standbys else Route.from_registration(reg)
+            if fallback is not None:  # its executors answer from what they hold
+                self._route = fallback
+                return fallback
+            seen.append(await asyncio.to_thread(self._registration))  # a standby may have taken over
             raise Again(last)
 
-        return await run_async(attempt, lambda: retrying(within, lambda why: unreachable_error(self.name, reg, why)))
+        return await run_async(attempt, lambda: retrying(within, lambda why: unreachable_error(self.name, seen[-1],
+                                                                                                why)))
 
     async def _send(self, call) -> Any:
         stub = pbg.ExecutorServiceStub(self._channel(call.address))
@@ -376,26 +384,33 @@ class LookupClient:
         route = self._route
         if route is not None and not force:
             return route
-        reg = self._registration()
-        within = discovery_deadline(reg, deadline)
+        seen = [self._registration()]
+        within = discovery_deadline(seen[0], deadline)
 
         def attempt() -> Route:
+            reg = seen[-1]
             last = "no address"
-            for address in reg.addresses:
+            for address in [*reg.addresses, *reg.standbys]:
                 try:
                     resp = pbg.AddressServiceStub(self._sync_channel(address)).Executors(
                         pb.ExecutorsRequest(table=self.name, protocol_version=PROTOCOL_VERSION),
                         timeout=max(0.05, min(1.0, within.left())), metadata=self._metadata)
                 except grpc.RpcError as e:
                     raise_final(e, f"address server {address}")
-                    self._drop_sync_channel(address)
-                    last = unreachable(e)
+                    if not standing_by(e):
+                        self._drop_sync_channel(address)
+                    last = unreachable(e) if not standing_by(e) else e.details()
                     continue
                 self._route = Route(reg, resp)
                 return self._route
+            fallback = None if reg.standbys else Route.from_registration(reg)
+            if fallback is not None:  # its executors answer from what they hold
+                self._route = fallback
+                return fallback
+            seen.append(self._registration())  # a standby may have taken over
             raise Again(last)
 
-        return run_sync(attempt, lambda: retrying(within, lambda why: unreachable_error(self.name, reg, why)))
+        return run_sync(attempt, lambda: retrying(within, lambda why: unreachable_error(self.name, seen[-1], why)))
 
     def _send_sync(self, calls) -> List[Any]:
         md = self._metadata

@@ -105,6 +105,10 @@ class TableScanner:
         a = self.registry.assignment
         return a.owners[self.routing.channel_of(partition, bucket, a.channels)]
 
+    def holders(self, partition: Tuple, bucket: int) -> Tuple[int, ...]:
+        """Its owner, and the executor loading it to become the owner (``Registry.warm``)."""
+        return self.registry.holders(self.routing.channel_of(partition, bucket, self.registry.assignment.channels))
+
     def request_full(self, index: int) -> None:
         """Executor ``index`` joined or gained channels: send it everything it owns at the next opportunity."""
         self.resync.add(index)
@@ -126,9 +130,9 @@ class TableScanner:
         the buckets are chosen by is the last one sent to each target before this message."""
         per: Dict[int, List] = {i: [] for i in targets}
         for key, files in buckets.items():
-            owner = self.owner(*key)
-            if owner in per:
-                per[owner].append(self.codec.bucket_files(key, files))
+            for holder in self.holders(*key):
+                if holder in per:
+                    per[holder].append(self.codec.bucket_files(key, files))
         for i in targets:
             self._send(i, full=pb.TableFull(table=self.name, snapshot_id=snapshot.id,
                                             commit_time_ms=snapshot.time_millis, schema_id=snapshot.schema_id,
@@ -149,9 +153,11 @@ class TableScanner:
             self._send_full(snapshot, targets, full)
         per: Dict[int, List] = {i: [] for i in self.registry.indices() if i not in targets}
         for key, change in changes.items():
-            owner = self.owner(*key)
-            if owner in per:
-                per[owner].append(self.codec.bucket_change(key, change))
+            encoded = None
+            for holder in self.holders(*key):
+                if holder in per:
+                    encoded = encoded or self.codec.bucket_change(key, change)
+                    per[holder].append(encoded)
         for i, ch in per.items():
             self._send(i, delta=pb.TableDelta(table=self.name, snapshot_id=snapshot.id,
                                               commit_time_ms=snapshot.time_millis, schema_id=snapshot.schema_id,

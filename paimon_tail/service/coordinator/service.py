@@ -23,7 +23,7 @@ import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, List, Optional, Sequence, Set
 
 import grpc
 
@@ -32,12 +32,15 @@ from ...errors import ServiceError, UsageError
 from ...storage.retry import StorageHealth
 from ..executor.runner import ExecutorSpec
 from ..keys.routing import check_supported
+from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
 from ..protocol.addresses import NoAddress, advertised
+from ..protocol.probes import ADDRESS_SERVICE, Probes
 from ..protocol.security import Security, add_port, is_loopback, server_options
 from .assignment import default_channels
 from .launcher import ExecutorLauncher, LocalProcesses
+from .lease import ACTIVE, DRAINING, STANDBY, STOPPED, Lease
 from .registry import Registry
 from .scanner import TableScanner
 from .servicer import AddressServicer
@@ -76,6 +79,11 @@ class ServeOptions:
     launcher: Optional[ExecutorLauncher] = None
     max_memory: Optional[int] = None  # each executor's budgets (None: a share of its machine's, see ExecutorSpec)
     max_disk: Optional[int] = None
+    # after a takeover, how long the executors of the coordinator before keep their channels while they re-join
+    rejoin_grace: float = 10.0
+    handover_timeout: float = 5.0  # a draining active waits this long for its standby to take over
+    metrics_port: Optional[int] = None  # Prometheus text format on http://host:port/metrics (0: any free port)
+    log_format: str = "text"  # "json": serve's executors log JSON lines too
 
 
 def check_can_listen(host: str, port: int) -> None:
@@ -128,6 +136,11 @@ class QueryService:
         self._started_ms = regmod.now_ms()
         self._stopped = asyncio.Event()
         self._registration_due = asyncio.Event()
+        self.probes = Probes(ADDRESS_SERVICE)
+        self.announce: Callable[[str], None] = lambda message: log.warning("%s", message)  # serve prints them
+        self.lease: Optional[Lease] = None
+        self.metrics_address = ""  # host:port of /metrics when served
+        self._metrics_server = None
 
     @property
     def restarts(self) -> int:
@@ -139,26 +152,7 @@ class QueryService:
         for name in self.options.tables:
             table = open_table(name, catalog)
             check_supported(table)
-            current = regmod.read(table)
-            if current is not None and current.is_live() and not self._dead_local(current):
-                raise ServiceError(
-                    f"table {name} is already served by {current.describe()}",
-                    hint=f"stop that service, or wait {max(0, (current.expires_ms() - regmod.now_ms()) // 1000)}s "
-                    "for its registration to expire",
-                )
             self.tables[name] = table
-
-    @staticmethod
-    def _dead_local(reg: regmod.Registration) -> bool:
-        if reg.host != socket.gethostname():
-            return False
-        try:
-            os.kill(reg.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
 
     def _prepare_local_dir(self) -> None:
         if self.options.local_dir:
@@ -175,6 +169,10 @@ class QueryService:
         if len(set(self.options.tables)) != len(self.options.tables):
             raise UsageError("a table is listed twice")
         await asyncio.to_thread(self._open_tables)
+        self.lease = Lease(self.tables, self.service_id, self.options.security, self.options.lease_seconds,
+                           self._registration, announce=self.announce)
+        self.lease.on_change.append(self._lease_changed)
+        self.lease.on_claim = self._adopt
         if self.launcher is not None:
             await asyncio.to_thread(self.launcher.prepare)
         self._prepare_local_dir()
@@ -186,9 +184,10 @@ class QueryService:
         pbg.add_AddressServiceServicer_to_server(
             AddressServicer(self.registry, lambda: self.address, __version__,
                             outage=lambda table: self.health[table].outage if table in self.health else None,
-                            schema_id=self._schema_id),
+                            schema_id=self._schema_id, lease=self.lease),
             self.server,
         )
+        self.probes.add_to(self.server, [ADDRESS_SERVICE])
         if o.port:
             check_can_listen(o.host, o.port)  # before gRPC, whose own log line would come first and say less
         try:
@@ -203,6 +202,8 @@ class QueryService:
             raise ServiceError(f"cannot tell clients and executors where to dial --host {o.host}: {e}",
                                hint="give --advertise with an address the others reach this machine at") from None
         await self.server.start()
+        if o.metrics_port is not None:
+            self._start_metrics(o.host, o.metrics_port)
         for name, table in self.tables.items():
             scanner = TableScanner(name, table, self.registry, self.health[name], o.poll_interval)
             self.scanners[name] = scanner
@@ -210,9 +211,52 @@ class QueryService:
         if self.launcher is not None:
             # on the loop's (main) thread: a local process must start with SIGINT ignored (launcher.py)
             self.launcher.start([self.executor_spec(i) for i in range(self.num_executors)])
-        await asyncio.to_thread(self._write_registrations)
+        other = await asyncio.to_thread(self.lease.observe)
+        if other is None:
+            self._adopt(self.lease.seen)  # (a registration left by a coordinator that died: its executors)
+        if other is None and await asyncio.to_thread(self.lease.claim, None):
+            self._lease_changed()
+        else:
+            self._tasks.append(asyncio.create_task(self._stand_by(), name="standby"))
         self._tasks.append(asyncio.create_task(self._refresh_registrations(), name="registration"))
         self._tasks.append(asyncio.create_task(self._supervise(), name="supervisor"))
+
+    def _start_metrics(self, host: str, port: int) -> None:
+        from ..metrics import ServiceCollector, serve_metrics
+
+        try:
+            self._metrics_server, bound = serve_metrics(ServiceCollector(self), host, port)
+        except OSError as e:
+            raise ServiceError(f"cannot serve metrics on {host}:{port}: {e.strerror.lower()}") from None
+        self.metrics_address = f"{host}:{bound}"
+
+    # -- the lease: active or standby ---------------------------------------------------------------------
+    @property
+    def role(self) -> str:
+        return self.lease.role if self.lease is not None else STANDBY
+
+    def _standby_hello(self) -> pb.StandbyHello:
+        return pb.StandbyHello(address=self.address, service_id=self.service_id, pid=os.getpid(),
+                               host=socket.gethostname(), tables=list(self.options.tables),
+                               warehouse=self.catalog.warehouse_id)
+
+    async def _stand_by(self) -> None:
+        """Until this service takes over (then it coordinates like one that started active)."""
+        await self.lease.stand_by(self._standby_hello())
+
+    def _adopt(self, previous: Optional[regmod.Registration]) -> None:
+        """Before a takeover is written: a coordinator without slots of its own takes the executors of the one
+        before over with their channels (they re-join it and keep what they hold)."""
+        if previous is not None:
+            joined = [e for e in previous.assignment if e.get("joined", True)]
+            self.registry.adopt(joined, previous.channels, self.options.rejoin_grace)
+
+    def _lease_changed(self) -> None:
+        lease = self.lease
+        self.registry.epoch = lease.epoch
+        if lease.role == ACTIVE:
+            self.registry.set_coordinators([self.address, *sorted(lease.standbys)])
+            self._registration_due.set()
 
     # -- executors ----------------------------------------------------------------------------------------
     def executor_spec(self, index: int) -> ExecutorSpec:
@@ -227,11 +271,12 @@ class QueryService:
             return ExecutorSpec(catalog=self.catalog, coordinator=self._local_address(), local_dir=self.local_dir,
                                 index=index, host=o.host, security=o.security,
                                 max_message_bytes=o.max_message_bytes, max_memory=o.max_memory, max_disk=o.max_disk,
-                                memory_share=max(1, self.num_executors))
+                                memory_share=max(1, self.num_executors), service_id=self.service_id,
+                                log_format=o.log_format)
         return ExecutorSpec(catalog=self.catalog, coordinator=self.address, local_dir=o.local_dir or "",
                             index=index, host=o.host if is_loopback(o.host) else "0.0.0.0", security=o.security, rejoin=True,
                             max_message_bytes=o.max_message_bytes, tag=f"{self.service_id[:10]}-{index}",
-                            max_memory=o.max_memory, max_disk=o.max_disk)
+                            max_memory=o.max_memory, max_disk=o.max_disk, service_id=self.service_id, log_format=o.log_format)
 
     def _local_address(self) -> str:
         """How executors on this machine reach the coordinator."""
@@ -247,6 +292,7 @@ class QueryService:
     def _joined(self, index: int) -> None:
         for scanner in self.scanners.values():
             scanner.request_full(index)
+        self._registration_due.set()  # its address, for clients routed by the registration alone
 
     def _reassigned(self, gained: Set[int]) -> None:
         for index in gained:
@@ -266,6 +312,7 @@ class QueryService:
                 self.launcher.supervise(self.registry, o.executor_timeout)
                 if self.launcher.error is not None:
                     raise ServiceError(f"{self.launcher.description} executors failed: {self.launcher.error}")
+            self.registry.expire()
             for member in self.registry.silent(o.executor_timeout):
                 if not member.gone and (not member.slot or not self.registry.keep_slots):  # channels move
                     log.warning("executor %d at %s sent no heartbeat for %.1fs: dropping it", member.index,
@@ -274,6 +321,7 @@ class QueryService:
             for name, scanner in self.scanners.items():
                 if scanner.error is not None:
                     raise ServiceError(f"scanner for {name} failed: {scanner.error}")
+            await self.probes.set_serving(self.role == ACTIVE and self.ready())
 
     # -- registration -------------------------------------------------------------------------------------
     def _registration(self) -> regmod.Registration:
@@ -282,8 +330,11 @@ class QueryService:
         assignment = []
         for index in sorted(by_executor):
             member = reg.members.get(index)
-            assignment.append({"index": index, "address": member.address if member else "",
-                               "host": member.hello.host if member else "", "channels": by_executor[index]})
+            reserved = reg.reserved.get(index)
+            address = member.address if member else reserved.address if reserved else ""
+            host = member.hello.host if member else reserved.host if reserved else ""
+            assignment.append({"index": index, "address": address, "host": host, "channels": by_executor[index],
+                               "joined": index >= reg.slots})
         return regmod.Registration(
             service_id=self.service_id, addresses=[self.address], host=socket.gethostname(), pid=os.getpid(),
             tables=list(self.options.tables), executors=len(reg.members), tls=self.options.security.tls,
@@ -292,11 +343,6 @@ class QueryService:
             channels=reg.assignment.channels, assignment=assignment,
         )
 
-    def _write_registrations(self) -> None:
-        reg = self._registration()
-        for table in self.tables.values():
-            regmod.write(table, reg)
-
     async def _refresh_registrations(self) -> None:
         while True:
             try:
@@ -304,52 +350,92 @@ class QueryService:
             except asyncio.TimeoutError:
                 pass
             self._registration_due.clear()
+            if self.role != ACTIVE:
+                continue
             try:
-                await asyncio.to_thread(self._write_registrations)
+                renewed = await asyncio.to_thread(self.lease.renew)
             except Exception as e:  # a flaky object store: retry at the next beat, the lease covers it
                 log.warning("could not refresh the registration: %s", e)
+                continue
+            if not renewed:
+                await self._step_down()
+                continue
+            self.lease.tell_standbys(self.address)
+
+    async def _step_down(self) -> None:
+        """Another coordinator holds the registration now (this one could not renew it in time): stop acting.
+        Executors that joined go to the coordinator of the moment; serve's own stay (a hot standby)."""
+        self.announce(f"another coordinator took {', '.join(self.tables)} over: standing by")
+        self.registry.send_elsewhere("another coordinator took over")
+        await self.probes.set_serving(False)
+        self._tasks.append(asyncio.create_task(self._stand_by(), name="standby"))
 
     # -- status -------------------------------------------------------------------------------------------
-    def ready(self) -> bool:
+    def ready(self, settled: bool = False) -> bool:
+        """Every channel is served at the latest snapshot (a standby without executors of its own: nothing to
+        load)."""
+        if self.role != ACTIVE and not self.num_executors and self.scanners:
+            return all(s.snapshot is not None for s in self.scanners.values())
         for name, scanner in self.scanners.items():
             want = scanner.snapshot.id if scanner.snapshot is not None else 0
-            if not self.registry.ready(name, want):
+            if not self.registry.ready(name, want, settled):
                 return False
         return bool(self.scanners)
 
     async def wait_ready(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
-        while not self.ready():
+        while not self.ready(settled=True):
             for name, scanner in self.scanners.items():
                 if scanner.error is not None:
                     raise ServiceError(f"scanner for {name} failed: {scanner.error}")
             if time.monotonic() > deadline:
                 raise ServiceError(f"the service was not ready within {timeout:.0f}s")
             await asyncio.sleep(0.05)
+        if self.role == ACTIVE:  # the registration names every executor by the time "ready" is said
+            try:
+                if not await asyncio.to_thread(self.lease.renew):
+                    await self._step_down()
+            except Exception as e:  # noqa: BLE001 - storage away: the refresh loop tries again
+                log.warning("could not refresh the registration: %s", e)
+        await self.probes.set_serving(self.role == ACTIVE)  # at once, not at the supervisor's next round
 
     async def serve_forever(self) -> None:
-        tasks = list(self._tasks)
+        """Until ``request_stop`` or a task fails (a standby's wait ends when it takes over: that goes on)."""
         stop = asyncio.ensure_future(self._stopped.wait())
-        done, _ = await asyncio.wait(tasks + [stop], return_when=asyncio.FIRST_COMPLETED)
-        stop.cancel()
-        for t in done:
-            if t is not stop and not t.cancelled() and t.exception() is not None:
-                raise t.exception()
+        try:
+            while True:
+                tasks = [t for t in self._tasks if not (t.done() and t.get_name() == "standby")]
+                done, _ = await asyncio.wait(tasks + [stop], return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    if t is not stop and not t.cancelled() and t.exception() is not None:
+                        raise t.exception()
+                if stop in done or any(t.get_name() != "standby" for t in done):
+                    return
+        finally:
+            stop.cancel()
 
     def request_stop(self) -> None:
         self._stopped.set()
 
     async def stop(self) -> None:
         self._stopped.set()
+        await self.probes.drain()
+        successor = None
+        if self.lease is not None and self.role == ACTIVE and self.lease.standbys:
+            self.lease.role = DRAINING
+            successor = await self.lease.hand_over(self.options.handover_timeout)
+            if successor is None:
+                log.warning("no standby took over within %.0fs", self.options.handover_timeout)
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        for name, table in self.tables.items():
-            try:
-                await asyncio.to_thread(regmod.remove, table, self.service_id)
-            except Exception as e:
-                log.warning("could not remove the registration of %s: %s", name, e)
+        if successor is not None:  # joined executors go on under the new active; serve's own stop
+            self.registry.send_elsewhere(f"handed over to {successor}", successor)
+        elif self.lease is not None and self.role in (ACTIVE, DRAINING):
+            await asyncio.to_thread(self.lease.release)
+        if self.lease is not None:
+            self.lease.role = STOPPED
         self.registry.stop_all("the service is stopping")
         if self.launcher is not None:
             try:
@@ -360,6 +446,10 @@ class QueryService:
         if self.server is not None:
             await self.server.stop(0.5)
             self.server = None
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
+            self._metrics_server = None
         if self._own_local_dir:
             shutil.rmtree(self.local_dir, ignore_errors=True)
 

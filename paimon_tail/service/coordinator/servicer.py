@@ -11,6 +11,7 @@ import grpc
 from ...storage.retry import Outage
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
+from .lease import ACTIVE, Lease
 from .registry import JoinRefused, Member, Registry
 
 log = logging.getLogger(__name__)
@@ -21,8 +22,9 @@ HELLO_TIMEOUT = 10.0
 class AddressServicer(pbg.AddressServiceServicer):
     def __init__(self, registry: Registry, address: Callable[[], str], version: str,
                  outage: Callable[[str], Optional[Outage]] = lambda table: None,
-                 schema_id: Callable[[str], int] = lambda table: 0) -> None:
+                 schema_id: Callable[[str], int] = lambda table: 0, lease: Optional[Lease] = None) -> None:
         self.registry = registry
+        self.lease = lease
         self.address = address
         self.version = version
         self.outage = outage
@@ -33,9 +35,43 @@ class AddressServicer(pbg.AddressServiceServicer):
             await context.abort(grpc.StatusCode.NOT_FOUND,
                                 f"table {table} is not served here (serving {', '.join(self.registry.tables)})")
 
+    def _standing_by(self) -> Optional[str]:
+        """Why this coordinator does not coordinate now (a standby, or one handing over), or None."""
+        lease = self.lease
+        if lease is None or lease.role == ACTIVE:
+            return None
+        where = f"; the active coordinator is {lease.active.addresses[0]}" if lease.active is not None and \
+            lease.active.addresses else ""
+        return f"standing by ({lease.role}){where}"
+
     async def Executors(self, request, context):
         await self._check_table(request.table, context)
+        why = self._standing_by()
+        if why is not None:  # clients try the next address (UNAVAILABLE is what they retry)
+            await context.abort(grpc.StatusCode.UNAVAILABLE, why)
         return self.registry.executors(request.table, request.protocol_version)
+
+    async def Standby(self, request, context):
+        lease = self.lease
+        if lease is None or self._standing_by() is not None:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, self._standing_by() or "no standbys here")
+        reg = self.registry
+        if request.warehouse.rstrip("/") != reg.warehouse or sorted(request.tables) != sorted(reg.tables):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "a standby must serve the same tables of the "
+                                f"same warehouse ({', '.join(reg.tables)} of {reg.warehouse})")
+        log.info("standby coordinator at %s (pid %d on %s) joined", request.address, request.pid, request.host)
+        queue = lease.standby_joined(request.address)
+        try:
+            yield lease.news(self.address())
+            while True:
+                news = await queue.get()
+                if news is None:
+                    return
+                yield news
+                if news.handover:
+                    await asyncio.sleep(3600)  # held until the standby ends it (it took over)
+        finally:
+            lease.standby_left(request.address, queue)
 
     async def Status(self, request, context):
         await self._check_table(request.table, context)
@@ -61,7 +97,10 @@ class AddressServicer(pbg.AddressServiceServicer):
                 memory_bytes=member.memory_bytes if member else 0,
             ))
         outage = self.outage(request.table)
+        lease = self.lease
         return pb.StatusResponse(
+            role=lease.role if lease is not None else "active", epoch=lease.epoch if lease is not None else 0,
+            standbys=sorted(lease.standbys) if lease is not None else [],
             table=request.table, address=self.address(), started_ms=reg.started_ms,
             num_executors=len(out), executors=out, tables=reg.tables, version=self.version,
             storage_error=outage.cause if outage else "",
@@ -78,6 +117,10 @@ class AddressServicer(pbg.AddressServiceServicer):
         if not first.HasField("hello"):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad executor hello: the first message of a "
                                 "Join call must be a hello")
+        why = self._standing_by()
+        hello = first.hello
+        if why is not None and not (hello.index >= 0 and hello.service_id == self.registry.service_id):
+            await context.abort(grpc.StatusCode.UNAVAILABLE, why)  # (its own executors join it while it stands by)
         try:
             member = self.registry.join(first.hello)
         except JoinRefused as e:

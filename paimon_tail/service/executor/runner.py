@@ -7,9 +7,12 @@ then receives, in order on that one stream: a welcome (its index and tables), it
 for each table a full state and one delta per snapshot. Messages are applied one at a time (stores are built in
 a worker thread, lookups keep being answered meanwhile); heartbeats go the other way every interval.
 
-When the call ends: a ``Stop`` ends the executor; otherwise (the coordinator went away, the network broke) an
-executor with ``rejoin`` dials again until ``orphan_timeout`` passes, keeping its stores (a full state of the same
-files reuses them), and one without (serve's local processes) ends, since its service is gone.
+When the call ends: a ``Stop`` ends the executor (one with ``rejoin``: a handover, it goes to the new active);
+otherwise (the coordinator died, the network broke) it keeps answering from what it holds — every answer still
+carries the snapshot it reflects — and looks for the coordinator of the moment until ``orphan_timeout`` passes:
+the one it had, the active and standbys that coordinator named, the ``--join`` list, and the tables' registration
+(which names the active after a takeover). A coordinator of a lower epoch than one it followed is never joined
+again (it was deposed). Its stores are kept (a full state of the same files reuses them).
 """
 from __future__ import annotations
 
@@ -30,7 +33,10 @@ import grpc
 from ..protocol import PROTOCOL_VERSION
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
+from ..protocol import registration as regmod
 from ..protocol.addresses import NoAddress, advertised, split_host_port
+from ..metrics import LookupStats
+from ..protocol.probes import EXECUTOR_SERVICE, Probes
 from ..protocol.security import Security, add_port, make_channel, server_options
 from ...storage.retry import StorageRetry
 from ..keys.routing import partition_path
@@ -48,6 +54,14 @@ class JoinRefused(Exception):
     """The coordinator refused this executor (wrong warehouse, bad index, bad credentials)."""
 
 
+class Rejoin(Exception):
+    """The coordinator handed over: join the new active."""
+
+
+class Deposed(Exception):
+    """The coordinator has a lower epoch than one this executor followed: another took over from it."""
+
+
 @dataclass
 class ExecutorSpec:
     catalog: object  # CatalogConfig: how this executor opens the warehouse
@@ -58,13 +72,16 @@ class ExecutorSpec:
     port: int = 0
     advertise: str = ""  # what clients dial ("" = host:port; for 0.0.0.0 see protocol/addresses.py)
     security: Security = field(default_factory=Security)
-    rejoin: bool = False  # dial again when the call breaks (instead of ending)
+    rejoin: bool = True  # dial again when the call breaks (instead of ending)
     orphan_timeout: float = 30.0  # ... for at most this long
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     tag: str = ""  # names its private temp dir (with its pid: see private_dir)
     max_memory: Optional[int] = None  # decompressed rows kept in memory (bytes; None: default_max_memory, on the
     memory_share: int = 1  # executor's own machine, shared by this many executors there)
     max_disk: Optional[int] = None  # row files on local disk (bytes; None: no limit)
+    service_id: str = ""  # serve's own executors: the service whose slot ``index`` is
+    drain_timeout: float = 30.0  # SIGTERM: at most this long to hand the channels over before leaving
+    log_format: str = "text"  # "json": log records as JSON lines (log_format.py)
 
 
 class Executor:
@@ -95,7 +112,21 @@ class Executor:
         self._interval = 0.5
         self._table_names: List[str] = []
         self._joined = False
+        self.epoch = 0  # the highest coordinator epoch followed
+        self.coordinators: List[str] = []  # the active and standbys, as the coordinator last said
+        self.coordinator = ""  # the address of the coordinator it follows (or followed last)
+        self._next = ""  # where a handover sent it
         self.announce: Optional[Callable[[str], None]] = None  # told when it joins (the executor command prints it)
+        self.probes = Probes(EXECUTOR_SERVICE)
+        self.stats = LookupStats()
+        self.draining = False
+        self._released = asyncio.Event()  # (draining) its channels are all with other executors now
+        self._drain = asyncio.Event()
+        self._grace = 0.5
+
+    def ready(self) -> bool:
+        """Every channel it owns is loaded (what its health reports as SERVING)."""
+        return bool(self.tables) and all(st.view.ready and st.owned <= st.view.served for st in self.tables.values())
 
     # -- lookups ------------------------------------------------------------------------------------------
     async def wait_snapshot(self, state: TableState, snapshot_id: int, context) -> None:
@@ -117,11 +148,15 @@ class Executor:
 
     # -- the coordinator's messages ------------------------------------------------------------------------
     async def _welcome(self, welcome: pb.Welcome) -> None:
+        if welcome.epoch < self.epoch:
+            raise Deposed(f"epoch {welcome.epoch} < {self.epoch}")
+        self.epoch = welcome.epoch
+        self.coordinators = list(welcome.coordinators)
         self.index = welcome.index
         self._interval = max(0.05, welcome.heartbeat_interval_ms / 1000)
         self.max_batch_keys = welcome.max_batch_keys or self.max_batch_keys
         if self.announce is not None:
-            self.announce(f"executor {self.index} joined the service at {self.spec.coordinator} serving "
+            self.announce(f"executor {self.index} joined the service at {self.coordinator} serving "
                           f"{', '.join(welcome.tables)}; lookups at {self.address}")
         if list(welcome.tables) == self._table_names:
             return  # a rejoin: keep what we hold
@@ -150,9 +185,14 @@ class Executor:
 
     def _assign(self, a: pb.Assignment) -> None:
         self.owners = tuple(a.owners)
-        mine = [c for c, owner in enumerate(a.owners) if owner == self.index]
+        # what it owns, and what it loads to own next (a move made before the break: answered too, it is loaded
+        # and kept current like an owned channel)
+        mine = [c for c, owner in enumerate(a.owners) if owner == self.index or
+                (c < len(a.warm) and a.warm[c] == self.index)]
         for state in self.tables.values():
             state.assign(a.channels, mine)
+        if self.draining and not mine:
+            self._released.set()
 
     async def _full(self, msg: pb.TableFull) -> None:
         state = self.tables.get(msg.table)
@@ -173,6 +213,7 @@ class Executor:
             return
         if not msg.changes and msg.schema_id == state.table.table_schema.id:
             await state.swap(None, msg.snapshot_id, msg.commit_time_ms, full=False)
+            self._visible(msg.commit_time_ms)
             return
 
         def prepare():
@@ -181,6 +222,11 @@ class Executor:
 
         prepared = await asyncio.get_running_loop().run_in_executor(self._apply_pool, prepare)
         await state.swap(prepared, msg.snapshot_id, msg.commit_time_ms, full=False)
+        self._visible(msg.commit_time_ms)
+
+    def _visible(self, commit_ms: int) -> None:
+        if commit_ms:
+            self.stats.visible.observe(max(0.0, time.time() - commit_ms / 1000))
 
     async def _apply(self, work: pb.ExecutorWork) -> bool:
         """Apply one message; False when it says stop."""
@@ -193,7 +239,13 @@ class Executor:
             await self._full(work.full)
         elif kind == "delta":
             await self._delta(work.delta)
+        elif kind == "coordinators":
+            self.coordinators = list(work.coordinators.addresses)
         elif kind == "stop":
+            if work.stop.rejoin:  # a handover: on to the new active, answering meanwhile
+                log.info("executor %d: %s; re-joining", self.index, work.stop.reason)
+                self._next = work.stop.coordinator
+                raise Rejoin()
             log.info("executor %d: the service says stop (%s)", self.index, work.stop.reason)
             return False
         return True
@@ -217,20 +269,27 @@ class Executor:
         yield pb.ExecutorReport(hello=pb.ExecutorHello(
             address=self.address, pid=os.getpid(), instance_id=self.instance_id, index=self.spec.index,
             host=socket.gethostname(), protocol_version=PROTOCOL_VERSION,
-            warehouse=self.spec.catalog.warehouse_id))
+            warehouse=self.spec.catalog.warehouse_id, service_id=self.spec.service_id))
         while not self._stop.is_set():
-            try:
-                await asyncio.wait_for(self._stop.wait(), self._interval)
-            except asyncio.TimeoutError:
-                pass
+            waits = [asyncio.ensure_future(self._stop.wait())]
+            if not self.draining:  # a drain is said at once, not at the next beat
+                waits.append(asyncio.ensure_future(self._drain.wait()))
+            await asyncio.wait(waits, timeout=self._interval, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            if self._drain.is_set():
+                self.draining = True
+            await self.probes.set_serving(self.ready())
             yield pb.ExecutorReport(heartbeat=pb.Heartbeat(
                 tables=self._serving(), requests=self.requests, keys_looked_up=self.keys_looked_up,
-                memory_bytes=self.stores.cache.bytes))
+                memory_bytes=self.stores.cache.bytes,
+                draining=self.draining, stats=self.stats.message()))
 
-    async def _session(self) -> bool:
-        """One Join call; True when the service said stop."""
+    async def _session(self, address: str) -> bool:
+        """One Join call to ``address``; True when the service said stop."""
         spec = self.spec
-        channel = make_channel(spec.coordinator, spec.security, spec.max_message_bytes)
+        channel = make_channel(address, spec.security, spec.max_message_bytes)
+        self.coordinator = address
         try:
             call = pbg.AddressServiceStub(channel).Join(self._reports(), metadata=spec.security.metadata())
             async for work in call:
@@ -241,42 +300,79 @@ class Executor:
         finally:
             await channel.close(grace=None)
 
+    def _candidates(self) -> List[str]:
+        """Where the coordinator of the moment may be, most likely first."""
+        out = [self._next, self.coordinator, *self.coordinators, *self.spec.coordinator.split(",")]
+        for state in self.tables.values():  # the registration names the active (and standbys) after a takeover
+            try:
+                reg = regmod.read(state.table)
+            except Exception:  # noqa: BLE001 - storage away: the other candidates
+                reg = None
+            if reg is not None:
+                out[1:1] = [*reg.addresses, *reg.standbys]
+            break
+        seen, candidates = set(), []
+        for address in out:
+            address = address.strip()
+            if address and address not in seen:
+                seen.add(address)
+                candidates.append(address)
+        return candidates
+
     async def _join_loop(self) -> None:
         last_ok = time.monotonic()
         delay = 0.2
         said = False
         while not self._stop.is_set():
-            self._joined = False
-            try:
-                if await self._session():
+            why = ""
+            joined = False
+            candidates = await asyncio.to_thread(self._candidates) if self.tables else self._candidates()
+            self._next = ""
+            for address in candidates:
+                self._joined = False
+                try:
+                    if await self._session(address):
+                        return
+                    why = "the service closed the connection"
+                except Rejoin:
+                    why = "handed over"
+                except Deposed:
+                    why = f"the coordinator at {address} was replaced"
+                except grpc.aio.AioRpcError as e:
+                    if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT,
+                                    grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED,
+                                    grpc.StatusCode.UNIMPLEMENTED):
+                        raise JoinRefused(f"the service at {address} refused this executor: "
+                                          f"{e.details() or e.code().name}") from None
+                    if not self._joined and (e.details() or "").startswith("standing by"):
+                        continue  # a standby: the next candidate
+                    why = f"the service at {address} does not answer ({e.code().name})"
+                except JoinRefused:
+                    raise
+                except Exception as e:  # applying a message failed: the service's full state starts us over
+                    self.stop_reason = f"failed to apply a change: {type(e).__name__}: {e}"
+                    if self.announce is None:  # (the executor command prints the reason as its last line)
+                        log.error("executor %d %s", self.index, self.stop_reason,
+                                  exc_info=log.isEnabledFor(logging.DEBUG))
                     return
-                why = "the service closed the connection"
-            except grpc.aio.AioRpcError as e:
-                if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT,
-                                grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED,
-                                grpc.StatusCode.UNIMPLEMENTED):
-                    raise JoinRefused(f"the service at {self.spec.coordinator} refused this executor: "
-                                      f"{e.details() or e.code().name}") from None
-                why = f"the service at {self.spec.coordinator} does not answer ({e.code().name})"
-            except JoinRefused:
-                raise
-            except Exception as e:  # applying a message failed: the service's full state starts us over
-                self.stop_reason = f"failed to apply a change: {type(e).__name__}: {e}"
-                if self.announce is None:  # (the executor command prints the reason as its last line)
-                    log.error("executor %d %s", self.index, self.stop_reason,
-                              exc_info=log.isEnabledFor(logging.DEBUG))
-                return
-            if self._joined:
+                joined = joined or self._joined
+                if self._joined or self._next:
+                    break  # it was joined: look again (the registration may name a new active now)
+            if joined:
                 last_ok, delay, said = time.monotonic(), 0.2, False
+                if self._next:
+                    continue
             if not self.spec.rejoin:
-                self.stop_reason = why
+                self.stop_reason = why or "no coordinator"
                 return
             if time.monotonic() - last_ok > self.spec.orphan_timeout:
                 self.stop_reason = f"{why}; gave up after {self.spec.orphan_timeout:.0f}s"
                 return
-            if not said:  # once per outage
+            if not said and why:  # once per outage
                 said = True
                 message = f"{why}; trying again for {self.spec.orphan_timeout:.0f}s"
+                if self.tables:
+                    message += " (answering from what it holds meanwhile)"
                 if self.announce is not None:
                     self.announce(message)
                 else:
@@ -293,6 +389,7 @@ class Executor:
         self.server = grpc.aio.server(options=server_options(spec.max_message_bytes),
                                       interceptors=spec.security.server_interceptors())
         pbg.add_ExecutorServiceServicer_to_server(ExecutorServicer(self), self.server)
+        self.probes.add_to(self.server, [EXECUTOR_SERVICE])
         try:
             port = add_port(self.server, f"{spec.host}:{spec.port}", spec.security)
         except RuntimeError as e:
@@ -303,7 +400,8 @@ class Executor:
         if not port:
             raise JoinRefused(f"cannot listen on {spec.host}:{spec.port}: {why}")
         try:  # (run() stops the server when this raises)
-            self.address = advertised(spec.host, port, spec.advertise, toward=split_host_port(spec.coordinator)[0])
+            first = spec.coordinator.split(",")[0]
+            self.address = advertised(spec.host, port, spec.advertise, toward=split_host_port(first)[0])
         except NoAddress as e:
             raise JoinRefused(f"cannot tell clients where to dial this executor (--host {spec.host}): {e}; "
                               "give --advertise HOST") from None
@@ -316,8 +414,12 @@ class Executor:
             await self.start()
             joining = asyncio.ensure_future(self._join_loop())
             stopping = asyncio.ensure_future(self._stop.wait())
-            await asyncio.wait({joining, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            draining = asyncio.ensure_future(self._drain.wait())
+            await asyncio.wait({joining, stopping, draining}, return_when=asyncio.FIRST_COMPLETED)
+            if draining.done() and not stopping.done() and not joining.done():
+                await self._drain_out(joining)
             stopping.cancel()
+            draining.cancel()
             if not joining.done():  # stop(): leave the service (it moves our channels at once)
                 joining.cancel()
                 await asyncio.gather(joining, return_exceptions=True)
@@ -326,12 +428,35 @@ class Executor:
         finally:
             await self.close()
 
+    async def _drain_out(self, joining: "asyncio.Future") -> None:
+        """SIGTERM: NOT_SERVING; the coordinator moves every channel to other executors, each answering here
+        until the new owner has it loaded; then calls in flight finish and it leaves. Without a coordinator (or
+        after ``drain_timeout``) it leaves as it is."""
+        await self.probes.drain()
+        self.draining = True
+        waits = {asyncio.ensure_future(self._released.wait()), asyncio.ensure_future(self._stop.wait())}
+        try:
+            await asyncio.wait({joining, *waits}, timeout=self.spec.drain_timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        if not self._released.is_set():
+            log.warning("executor %d: leaving without handing its channels over (%s)", self.index,
+                        "no coordinator" if joining.done() else f"not done within {self.spec.drain_timeout:.0f}s")
+        self._grace = 2.0  # calls in flight finish (new ones are refused)
+        self._stop.set()
+
+    def drain(self) -> None:
+        """Stop gracefully (SIGTERM)."""
+        self._drain.set()
+
     async def close(self) -> None:
         self._stop.set()
         for task in self._maintenance:
             task.cancel()
         if self.server is not None:
-            await self.server.stop(0.5)
+            await self.server.stop(self._grace)
             self.server = None
         self.pool.shutdown(wait=False, cancel_futures=True)
         self._apply_pool.shutdown(wait=False, cancel_futures=True)
@@ -357,8 +482,9 @@ def executor_main(spec: ExecutorSpec) -> None:
     """Entry point of one of serve's local executor processes (``multiprocessing`` spawn)."""
     import signal
 
-    logging.basicConfig(level=os.environ.get("PAIMON_TAIL_LOG", "WARNING"),
-                        format=f"executor-{spec.index} %(levelname)s %(message)s")
+    from ...log_format import configure
+
+    configure(spec.log_format, f"executor-{spec.index}", text_format=f"executor-{spec.index} %(levelname)s %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # serve stops us (Stop), a terminal's Ctrl-C does not
     os.umask(0o077)  # file copies, stores and every directory on the way: owner-only
     try:

@@ -8,6 +8,7 @@ DATA_LOSS), as before. One key given as ``LookupRequest.key`` takes a short path
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING, List, Optional, Sequence
 
 import grpc
@@ -57,12 +58,19 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
             if not ex.tables:  # joined a moment ago: its tables are still opening
                 await context.abort(grpc.StatusCode.UNAVAILABLE, f"executor {ex.index} is starting")
             await context.abort(grpc.StatusCode.NOT_FOUND, f"table {request.table!r} is not served here")
+        t0 = time.perf_counter()
         try:
             if len(request.key):
-                return await self._one(state, request, context)
-            return await self._batch(state, request, context)
+                response = await self._one(state, request, context)
+            else:
+                response = await self._batch(state, request, context)
         except Refused as e:
+            ex.stats.refused += 1
             await context.abort(e.code, str(e))
+        ex.stats.answered(len(request.buckets), len(response.found),
+                          sum(len(f.positions) for f in response.failed) if len(response.failed) else 0,
+                          time.perf_counter() - t0)
+        return response
 
     # -- one key, without Arrow on the way in --------------------------------------------------------------
     async def _one(self, state: TableState, request, context):

@@ -6,6 +6,32 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class StandbyHello(_message.Message):
+    __slots__ = ("address", "service_id", "pid", "host", "tables", "warehouse")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    WAREHOUSE_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    service_id: str
+    pid: int
+    host: str
+    tables: _containers.RepeatedScalarFieldContainer[str]
+    warehouse: str
+    def __init__(self, address: _Optional[str] = ..., service_id: _Optional[str] = ..., pid: _Optional[int] = ..., host: _Optional[str] = ..., tables: _Optional[_Iterable[str]] = ..., warehouse: _Optional[str] = ...) -> None: ...
+
+class StandbyNews(_message.Message):
+    __slots__ = ("epoch", "handover", "active")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HANDOVER_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    handover: bool
+    active: str
+    def __init__(self, epoch: _Optional[int] = ..., handover: _Optional[bool] = ..., active: _Optional[str] = ...) -> None: ...
+
 class BucketInfo(_message.Message):
     __slots__ = ("partition", "bucket", "rows")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
@@ -129,7 +155,7 @@ class ExecutorStatus(_message.Message):
     def __init__(self, info: _Optional[_Union[ExecutorInfo, _Mapping]] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., requests_per_second: _Optional[float] = ..., keys_per_second: _Optional[float] = ..., last_heartbeat_ms: _Optional[int] = ..., schema_id: _Optional[int] = ..., channels: _Optional[_Iterable[int]] = ..., files_loaded: _Optional[int] = ..., files: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., memory_bytes: _Optional[int] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("table", "address", "started_ms", "num_executors", "executors", "tables", "version", "storage_error", "storage_error_since_ms", "channels", "schema_id")
+    __slots__ = ("table", "address", "started_ms", "num_executors", "executors", "tables", "version", "storage_error", "storage_error_since_ms", "channels", "schema_id", "role", "epoch", "standbys")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     STARTED_MS_FIELD_NUMBER: _ClassVar[int]
@@ -141,6 +167,9 @@ class StatusResponse(_message.Message):
     STORAGE_ERROR_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    STANDBYS_FIELD_NUMBER: _ClassVar[int]
     table: str
     address: str
     started_ms: int
@@ -152,10 +181,13 @@ class StatusResponse(_message.Message):
     storage_error_since_ms: int
     channels: int
     schema_id: int
-    def __init__(self, table: _Optional[str] = ..., address: _Optional[str] = ..., started_ms: _Optional[int] = ..., num_executors: _Optional[int] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., tables: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., storage_error: _Optional[str] = ..., storage_error_since_ms: _Optional[int] = ..., channels: _Optional[int] = ..., schema_id: _Optional[int] = ...) -> None: ...
+    role: str
+    epoch: int
+    standbys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, table: _Optional[str] = ..., address: _Optional[str] = ..., started_ms: _Optional[int] = ..., num_executors: _Optional[int] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., tables: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., storage_error: _Optional[str] = ..., storage_error_since_ms: _Optional[int] = ..., channels: _Optional[int] = ..., schema_id: _Optional[int] = ..., role: _Optional[str] = ..., epoch: _Optional[int] = ..., standbys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ExecutorHello(_message.Message):
-    __slots__ = ("address", "pid", "instance_id", "index", "host", "protocol_version", "warehouse")
+    __slots__ = ("address", "pid", "instance_id", "index", "host", "protocol_version", "warehouse", "service_id")
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -163,6 +195,7 @@ class ExecutorHello(_message.Message):
     HOST_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     WAREHOUSE_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_ID_FIELD_NUMBER: _ClassVar[int]
     address: str
     pid: int
     instance_id: str
@@ -170,19 +203,50 @@ class ExecutorHello(_message.Message):
     host: str
     protocol_version: int
     warehouse: str
-    def __init__(self, address: _Optional[str] = ..., pid: _Optional[int] = ..., instance_id: _Optional[str] = ..., index: _Optional[int] = ..., host: _Optional[str] = ..., protocol_version: _Optional[int] = ..., warehouse: _Optional[str] = ...) -> None: ...
+    service_id: str
+    def __init__(self, address: _Optional[str] = ..., pid: _Optional[int] = ..., instance_id: _Optional[str] = ..., index: _Optional[int] = ..., host: _Optional[str] = ..., protocol_version: _Optional[int] = ..., warehouse: _Optional[str] = ..., service_id: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ("tables", "requests", "keys_looked_up", "memory_bytes")
+    __slots__ = ("tables", "requests", "keys_looked_up", "memory_bytes", "draining", "stats")
     TABLES_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
     KEYS_LOOKED_UP_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
     tables: _containers.RepeatedCompositeFieldContainer[TableServing]
     requests: int
     keys_looked_up: int
     memory_bytes: int
-    def __init__(self, tables: _Optional[_Iterable[_Union[TableServing, _Mapping]]] = ..., requests: _Optional[int] = ..., keys_looked_up: _Optional[int] = ..., memory_bytes: _Optional[int] = ...) -> None: ...
+    draining: bool
+    stats: ExecutorStats
+    def __init__(self, tables: _Optional[_Iterable[_Union[TableServing, _Mapping]]] = ..., requests: _Optional[int] = ..., keys_looked_up: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., draining: _Optional[bool] = ..., stats: _Optional[_Union[ExecutorStats, _Mapping]] = ...) -> None: ...
+
+class ExecutorStats(_message.Message):
+    __slots__ = ("keys_found", "keys_missing", "keys_failed", "requests_refused", "lookup_seconds", "visible_seconds")
+    KEYS_FOUND_FIELD_NUMBER: _ClassVar[int]
+    KEYS_MISSING_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_REFUSED_FIELD_NUMBER: _ClassVar[int]
+    LOOKUP_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    VISIBLE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    keys_found: int
+    keys_missing: int
+    keys_failed: int
+    requests_refused: int
+    lookup_seconds: Histogram
+    visible_seconds: Histogram
+    def __init__(self, keys_found: _Optional[int] = ..., keys_missing: _Optional[int] = ..., keys_failed: _Optional[int] = ..., requests_refused: _Optional[int] = ..., lookup_seconds: _Optional[_Union[Histogram, _Mapping]] = ..., visible_seconds: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
+
+class Histogram(_message.Message):
+    __slots__ = ("bounds", "counts", "sum")
+    BOUNDS_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    SUM_FIELD_NUMBER: _ClassVar[int]
+    bounds: _containers.RepeatedScalarFieldContainer[float]
+    counts: _containers.RepeatedScalarFieldContainer[int]
+    sum: float
+    def __init__(self, bounds: _Optional[_Iterable[float]] = ..., counts: _Optional[_Iterable[int]] = ..., sum: _Optional[float] = ...) -> None: ...
 
 class ExecutorReport(_message.Message):
     __slots__ = ("hello", "heartbeat")
@@ -193,30 +257,42 @@ class ExecutorReport(_message.Message):
     def __init__(self, hello: _Optional[_Union[ExecutorHello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("index", "tables", "heartbeat_interval_ms", "service_id", "max_batch_keys", "max_message_bytes")
+    __slots__ = ("index", "tables", "heartbeat_interval_ms", "service_id", "max_batch_keys", "max_message_bytes", "epoch", "coordinators")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     TABLES_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     SERVICE_ID_FIELD_NUMBER: _ClassVar[int]
     MAX_BATCH_KEYS_FIELD_NUMBER: _ClassVar[int]
     MAX_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    COORDINATORS_FIELD_NUMBER: _ClassVar[int]
     index: int
     tables: _containers.RepeatedScalarFieldContainer[str]
     heartbeat_interval_ms: int
     service_id: str
     max_batch_keys: int
     max_message_bytes: int
-    def __init__(self, index: _Optional[int] = ..., tables: _Optional[_Iterable[str]] = ..., heartbeat_interval_ms: _Optional[int] = ..., service_id: _Optional[str] = ..., max_batch_keys: _Optional[int] = ..., max_message_bytes: _Optional[int] = ...) -> None: ...
+    epoch: int
+    coordinators: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, index: _Optional[int] = ..., tables: _Optional[_Iterable[str]] = ..., heartbeat_interval_ms: _Optional[int] = ..., service_id: _Optional[str] = ..., max_batch_keys: _Optional[int] = ..., max_message_bytes: _Optional[int] = ..., epoch: _Optional[int] = ..., coordinators: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Coordinators(_message.Message):
+    __slots__ = ("addresses",)
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    addresses: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, addresses: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Assignment(_message.Message):
-    __slots__ = ("version", "channels", "owners")
+    __slots__ = ("version", "channels", "owners", "warm")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
     OWNERS_FIELD_NUMBER: _ClassVar[int]
+    WARM_FIELD_NUMBER: _ClassVar[int]
     version: int
     channels: int
     owners: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, version: _Optional[int] = ..., channels: _Optional[int] = ..., owners: _Optional[_Iterable[int]] = ...) -> None: ...
+    warm: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, version: _Optional[int] = ..., channels: _Optional[int] = ..., owners: _Optional[_Iterable[int]] = ..., warm: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class DataFile(_message.Message):
     __slots__ = ("name", "path", "size", "row_count", "min_key", "max_key", "min_sequence_number", "max_sequence_number", "schema_id", "level", "delete_row_count", "creation_time_ms", "file_source", "extra_files", "external", "first_row_id", "write_cols")
@@ -325,24 +401,30 @@ class TableDelta(_message.Message):
     def __init__(self, table: _Optional[str] = ..., snapshot_id: _Optional[int] = ..., commit_time_ms: _Optional[int] = ..., schema_id: _Optional[int] = ..., commit_kind: _Optional[str] = ..., changes: _Optional[_Iterable[_Union[BucketChange, _Mapping]]] = ...) -> None: ...
 
 class Stop(_message.Message):
-    __slots__ = ("reason",)
+    __slots__ = ("reason", "rejoin", "coordinator")
     REASON_FIELD_NUMBER: _ClassVar[int]
+    REJOIN_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_FIELD_NUMBER: _ClassVar[int]
     reason: str
-    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+    rejoin: bool
+    coordinator: str
+    def __init__(self, reason: _Optional[str] = ..., rejoin: _Optional[bool] = ..., coordinator: _Optional[str] = ...) -> None: ...
 
 class ExecutorWork(_message.Message):
-    __slots__ = ("welcome", "assignment", "full", "delta", "stop")
+    __slots__ = ("welcome", "assignment", "full", "delta", "stop", "coordinators")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
     FULL_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
+    COORDINATORS_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     assignment: Assignment
     full: TableFull
     delta: TableDelta
     stop: Stop
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., assignment: _Optional[_Union[Assignment, _Mapping]] = ..., full: _Optional[_Union[TableFull, _Mapping]] = ..., delta: _Optional[_Union[TableDelta, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ...) -> None: ...
+    coordinators: Coordinators
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., assignment: _Optional[_Union[Assignment, _Mapping]] = ..., full: _Optional[_Union[TableFull, _Mapping]] = ..., delta: _Optional[_Union[TableDelta, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ..., coordinators: _Optional[_Union[Coordinators, _Mapping]] = ...) -> None: ...
 
 class Value(_message.Message):
     __slots__ = ("int", "text")

@@ -50,6 +50,11 @@ class AddressServiceStub:
                 request_serializer=lookup__pb2.ExecutorReport.SerializeToString,
                 response_deserializer=lookup__pb2.ExecutorWork.FromString,
                 _registered_method=True)
+        self.Standby = channel.unary_stream(
+                '/paimon_tail.lookup.v1.AddressService/Standby',
+                request_serializer=lookup__pb2.StandbyHello.SerializeToString,
+                response_deserializer=lookup__pb2.StandbyNews.FromString,
+                _registered_method=True)
 
 
 class AddressServiceServicer:
@@ -78,6 +83,15 @@ class AddressServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Standby(self, request, context):
+        """A second `serve` of the same tables stands by: it holds this call to the active coordinator, which lists it in
+        the registration and tells its executors; the call's end (the active died) or a handover (the active drains)
+        makes the standby take over (a new epoch, written conditionally).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AddressServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -95,6 +109,11 @@ def add_AddressServiceServicer_to_server(servicer, server):
                     servicer.Join,
                     request_deserializer=lookup__pb2.ExecutorReport.FromString,
                     response_serializer=lookup__pb2.ExecutorWork.SerializeToString,
+            ),
+            'Standby': grpc.unary_stream_rpc_method_handler(
+                    servicer.Standby,
+                    request_deserializer=lookup__pb2.StandbyHello.FromString,
+                    response_serializer=lookup__pb2.StandbyNews.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -179,6 +198,33 @@ class AddressService:
             '/paimon_tail.lookup.v1.AddressService/Join',
             lookup__pb2.ExecutorReport.SerializeToString,
             lookup__pb2.ExecutorWork.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Standby(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/paimon_tail.lookup.v1.AddressService/Standby',
+            lookup__pb2.StandbyHello.SerializeToString,
+            lookup__pb2.StandbyNews.FromString,
             options,
             channel_credentials,
             insecure,

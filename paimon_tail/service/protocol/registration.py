@@ -9,11 +9,17 @@ executor serves which channels (a key's channel: Paimon's ``ChannelComputer`` ov
     {"format": "paimon-tail-lookup/1", "protocol": 2, "service_id": "8c0e…", "addresses": ["10.0.0.1:43215"],
      "host": "coord-1", "pid": 4242, "tables": ["shop.orders"], "executors": 2, "tls": true, "auth": "token",
      "channels": 16, "assignment": [{"index": 0, "address": "10.0.0.2:40111", "host": "exec-a",
-     "channels": [0, 2, 4, …]}, …], "started_ms": 1767225600000, "heartbeat_ms": 1767225601000, "lease_ms": 10000}
+     "channels": [0, 2, 4, …]}, …], "started_ms": 1767225600000, "heartbeat_ms": 1767225601000, "lease_ms": 10000,
+     "epoch": 3, "standbys": ["10.0.0.4:43215"]}
 
-The file is rewritten atomically (temporary file + rename) every lease/3 seconds, at once when the assignment
-changes, and removed on clean shutdown. It never holds a secret (``auth`` only says whether a token is
-required). The format name stays ``/1``: version 1 clients read it (they use ``addresses``) and the coordinator
+The file is the service's lease. Only the active coordinator writes it, always conditionally (``replace_if`` in
+``atomic_file.py``: it must still be the version this coordinator wrote last, or read before taking over), so two
+coordinators never both believe they hold it: every renewal (every lease/3 seconds, and at once when the
+assignment changes) that finds another's file means this one was deposed. A standby takes over with ``epoch + 1``
+when the active is gone (its address refuses connections), hands over (drains), or its lease expired; executors
+never go back to a coordinator of a lower epoch. ``standbys`` lists the coordinators standing by (clients and
+executors try them when the active does not answer). The file is removed on a clean shutdown without a standby.
+It never holds a secret (``auth`` only says whether a token is required). The format name stays ``/1``: version 1 clients read it (they use ``addresses``) and the coordinator
 still serves them.
 """
 from __future__ import annotations
@@ -22,9 +28,9 @@ import json
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
-from ...atomic_file import write_text_atomic
+from ...atomic_file import Conflict, read_versioned as read_versioned_file, remove_if, replace_if, write_text_atomic
 
 SERVICE_ID = "paimon-tail-lookup"
 SERVICE_FILE = f"service/service-{SERVICE_ID}"  # relative to the table's directory
@@ -49,6 +55,8 @@ class Registration:
     protocol: int = 2
     channels: int = 0
     assignment: List[dict] = field(default_factory=list)  # [{"index", "address", "host", "channels"}]
+    epoch: int = 0  # raised by every takeover
+    standbys: List[str] = field(default_factory=list)  # coordinators standing by (their AddressService)
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -90,12 +98,26 @@ def service_path(table, service_id: str = SERVICE_ID) -> str:
 
 
 def write(table, reg: Registration) -> None:
-    """Atomically (re)write the registration: readers see the old or the new file, never a torn one."""
-    write_text_atomic(table.file_io, service_path(table, reg_id(reg)), reg.to_json())
+    """Atomically (re)write the registration: readers see the old or the new file, never a torn one (tests and
+    tools; a coordinator writes with ``write_if``)."""
+    write_text_atomic(table.file_io, service_path(table), reg.to_json())
 
 
-def reg_id(reg: Registration) -> str:
-    return SERVICE_ID
+def read_versioned(table) -> Tuple[Optional[Registration], object]:
+    """The registration and the version ``write_if`` compares with (a file that is not ours: (None, version))."""
+    text, version = read_versioned_file(table.file_io, service_path(table))
+    return parse(text), version
+
+
+def write_if(table, reg: Registration, version) -> object:
+    """Write ``reg`` only if the file is still at ``version`` (None: absent); the new version. Raises
+    ``Conflict`` (another coordinator wrote it: a takeover, or a race to take over that this one lost)."""
+    return replace_if(table.file_io, service_path(table), reg.to_json(), version)
+
+
+def remove_if_ours(table, version) -> None:
+    """Delete the registration if it is still the version this coordinator wrote."""
+    remove_if(table.file_io, service_path(table), version)
 
 
 def read(table) -> Optional[Registration]:
@@ -117,6 +139,10 @@ def parse(text: Optional[str]) -> Optional[Registration]:
         return Registration.from_json(text)
     except (ValueError, TypeError, KeyError):
         return None
+
+
+__all__ = ["Conflict", "FORMAT", "Registration", "SERVICE_FILE", "SERVICE_ID", "new_service_id", "now_ms", "parse",
+           "read", "read_versioned", "remove", "remove_if_ours", "service_path", "write", "write_if"]
 
 
 def remove(table, service_id: str) -> None:

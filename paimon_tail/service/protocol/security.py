@@ -15,6 +15,7 @@ from typing import List, Optional, Tuple
 import grpc
 
 from ...errors import UsageError
+from .probes import is_health_call
 
 TOKEN_ENV = "PAIMON_TAIL_TOKEN"
 
@@ -125,6 +126,8 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
         self._expected = f"Bearer {token}".encode()
 
     async def intercept_service(self, continuation, handler_call_details):
+        if is_health_call(handler_call_details.method):  # probes send no token (protocol/probes.py)
+            return await continuation(handler_call_details)
         for key, value in handler_call_details.invocation_metadata or ():
             if key == "authorization":
                 got = value.encode() if isinstance(value, str) else bytes(value)

@@ -299,3 +299,15 @@ def test_native_merge_read_equals_pypaimon(kind, tmp_path):
         rb = t.new_read_builder()
         reads.append(rb.new_read().to_arrow(rb.new_scan().plan().splits()).sort_by(pk[0]))
     assert reads[0].equals(reads[1])
+
+
+def test_executors_allocate_from_an_allocator_that_returns_memory():
+    """An executor's cache churns at its budget: pyarrow's jemalloc returns freed pages, its mimalloc kept them
+    (store/budget.py has the measurement)."""
+    import subprocess
+    import sys
+
+    code = ("import pyarrow as pa; from paimon_tail.service.store.budget import use_returning_allocator; "
+            "print(use_returning_allocator(), pa.default_memory_pool().backend_name)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["jemalloc", "jemalloc"]

@@ -41,7 +41,7 @@ from ..protocol.security import Security, add_port, make_channel, server_options
 from ...storage.retry import StorageRetry
 from ..keys.routing import partition_path
 from ..store import DiskBudget, MemoryCache
-from ..store.budget import default_max_memory
+from ..store.budget import default_max_memory, use_returning_allocator
 from .servicer import ExecutorServicer
 from .state import LOADERS, Stores, TableState
 
@@ -97,6 +97,7 @@ class Executor:
         self.address = ""
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="executor-lookup")
         self._apply_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="executor-apply")
+        use_returning_allocator()  # its memory cache churns (store/budget.py)
         # A storage outage is waited out (the executor keeps answering from what it holds).
         retry = StorageRetry(timeout=None)
         self.stores = Stores(

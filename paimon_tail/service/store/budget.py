@@ -29,6 +29,20 @@ def default_max_memory(executors: int = 1) -> int:
     return max(256 << 20, int(total * MEMORY_SHARE) // max(1, executors))
 
 
+def use_returning_allocator() -> str:
+    """Make pyarrow allocate from jemalloc in this process (an executor's); returns the pool's name.
+
+    A cache at its budget frees as much as it allocates. pyarrow's default pool on Linux (mimalloc) keeps the pages
+    of freed buffers, so an executor whose cache churns grew by the bytes it evicted: 5M rows, 30 upsert commits,
+    cache at 700 MB: 1.7 GB anonymous with mimalloc, 0.9 GB with jemalloc (which returns freed pages after its
+    decay time). Where pyarrow has no jemalloc, the default stays."""
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except (NotImplementedError, AttributeError, pa.ArrowException):
+        pass
+    return pa.default_memory_pool().backend_name
+
+
 class MemoryCache:
     def __init__(self, max_bytes: int = DEFAULT_MAX_MEMORY) -> None:
         self.max_bytes = max(0, int(max_bytes))
@@ -123,4 +137,4 @@ class DiskBudget:
                 self.bytes -= size
 
 
-__all__ = ["DEFAULT_MAX_MEMORY", "DiskBudget", "MemoryCache", "default_max_memory"]
+__all__ = ["DEFAULT_MAX_MEMORY", "DiskBudget", "MemoryCache", "default_max_memory", "use_returning_allocator"]

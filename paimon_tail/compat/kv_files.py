@@ -2,8 +2,7 @@
 built from, file by file.
 
 Uses (pypaimon private API)
-    ``pypaimon.read.split_read.MergeFileSplitRead.file_reader_supplier`` (with ``physical_row_ranges``: a few rows
-    through Parquet's page index) and ``_get_final_read_data_fields``, and
+    ``pypaimon.read.split_read.MergeFileSplitRead.file_reader_supplier`` and ``_get_final_read_data_fields``, and
     ``pypaimon.deletionvectors.DeletionVector.read``.
 
 Why
@@ -106,32 +105,6 @@ class KeyValueFiles:
 
                 table = orc.ORCFile(source).read(columns=wanted)
         return table.rename_columns([*self.key_names, SEQUENCE, KIND])
-
-    def rows_at(self, ref: FileRef, positions: np.ndarray, columns: Optional[Sequence[str]] = None) -> pa.Table:
-        """The rows at ``positions`` (sorted, distinct) of the file, in that order: for Parquet files with a page
-        index (pypaimon and Paimon Java write one) only the pages that hold them are read and decoded."""
-        from pypaimon.globalindex import Range
-
-        columns = list(columns) if columns is not None else self.value_names
-        read, names = self._split_read(ref, columns)
-        breaks = np.flatnonzero(np.diff(positions) != 1) + 1
-        runs = np.split(positions, breaks)
-        ranges = [Range(int(r[0]), int(r[-1])) for r in runs if len(r)]
-        reader = read.file_reader_supplier(ref.meta, True, names, False, physical_row_ranges=ranges)
-        batches = []
-        try:
-            while True:
-                batch = reader.read_arrow_batch()
-                if batch is None:
-                    break
-                if batch.num_rows:
-                    batches.append(_named(batch, columns, self.key_names).select([*columns, SEQUENCE, KIND]))
-        finally:
-            reader.close()
-        table = pa.Table.from_batches(batches) if batches else self.schema(columns).empty_table()
-        if table.num_rows != len(positions):
-            raise IOError(f"{ref.meta.file_name}: asked for {len(positions)} rows, read {table.num_rows}")
-        return table
 
     def read(self, ref: FileRef, columns: Optional[Sequence[str]] = None) -> pa.Table:
         batches = list(self.batches(ref, columns))

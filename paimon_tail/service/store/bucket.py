@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -69,7 +69,7 @@ class BucketStore:
     def lookup(self, keys: pa.Table, h: np.ndarray, h2: Optional[np.ndarray], target: Target
                ) -> Tuple[np.ndarray, Optional[pa.Table]]:
         """(positions in ``keys`` found, their rows, aligned) — in the order the rows lie on disk, not the keys'
-        (a caller puts a whole batch in order once: ``in_key_order``); deleted keys are not found."""
+        (the servicer puts a whole batch in order once); deleted keys are not found."""
         locs = self.index.lookup(h, h2)
         found = np.nonzero(locs != NONE)[0]
         if len(found) == 0:
@@ -110,10 +110,6 @@ class BucketStore:
             return None
         return self.runs[loc >> 32], loc & 0xFFFF_FFFF
 
-    def all_built(self, h: np.uint64) -> bool:
-        hit = self.find_one(h)
-        return hit is None or hit[0].built
-
     def disk_bytes(self) -> int:
         return sum(r.disk_bytes() for r in self.runs.values()) + self.index.nbytes()[0]
 
@@ -126,14 +122,6 @@ class BucketStore:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
-
-
-def in_key_order(found: np.ndarray, table: pa.Table) -> Tuple[np.ndarray, pa.Table]:
-    """``found`` ascending, ``table``'s rows with them."""
-    if len(found) > 1 and np.any(found[1:] < found[:-1]):
-        order = np.argsort(found, kind="stable")
-        return found[order], table.take(pa.array(order))
-    return found, table
 
 
 def _schema_of(target: Target) -> pa.Schema:
@@ -377,4 +365,4 @@ def _fresh(gen, sink):
     return gen()
 
 
-__all__ = ["BucketBuilder", "BucketStore", "in_key_order"]
+__all__ = ["BucketBuilder", "BucketStore"]

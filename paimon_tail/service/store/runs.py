@@ -185,14 +185,6 @@ class Run:
             return one
         return _evolved(content, pa.Table.from_batches([one]), target).to_batches()[0]
 
-    def keys(self, names: Sequence[str]) -> pa.Table:
-        """Every row's ``names`` columns (used when an index is rebuilt from the rows)."""
-        content = self._ready()
-        frames = self._frames
-        n_chunks = (content.num_rows + content.chunk_rows - 1) // content.chunk_rows
-        parts = [self._chunk(c, frames).select(list(names)) for c in range(n_chunks)]
-        return pa.Table.from_batches(parts, pa.schema([content.schema.field(n) for n in names]))
-
     def warm(self) -> int:
         """Decompress chunks into the memory cache while it has room; returns the bytes added."""
         frames, content = self._frames, self._content

@@ -49,9 +49,13 @@ def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str
             click.echo(json.dumps(row))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    t = Table("consumer", "next snapshot", "snapshots behind", title=f"{table} (latest {latest.id if latest else '-'})")
-    for row in rows:
-        t.add_row(row["consumer"], str(row["next_snapshot"]), str(row["behind"]))
-    Console().print(t if rows else "no consumers")
+    from ..output.terminal_tables import report
+
+    console = Console()
+    if not rows:
+        console.print(f"no consumers of {table}")
+        return
+    console.print(report(("consumer", "next snapshot", "snapshots behind"),
+                         [[row["consumer"], str(row["next_snapshot"]), str(row["behind"])] for row in rows], console,
+                         title=f"{table} (latest {latest.id if latest else '-'})"))

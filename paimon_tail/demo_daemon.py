@@ -46,7 +46,7 @@ def running(warehouse: str) -> Optional[WriterInfo]:
 
     try:
         fd = os.open(pid_path(warehouse), os.O_RDONLY)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     try:
         try:
@@ -66,10 +66,15 @@ def running(warehouse: str) -> Optional[WriterInfo]:
 def start(warehouse: str, interval: float, timeout: float = 120.0) -> WriterInfo:
     """Start the writer for ``warehouse`` (an absolute path) and return once its first commit is in; if one is
     already running (started by another command meanwhile), that one."""
-    from .errors import PaimonTailError
+    from .errors import PaimonTailError, WarehouseError
 
-    os.makedirs(warehouse, exist_ok=True)
-    log = open(log_path(warehouse), "ab")
+    if os.path.exists(warehouse) and not os.path.isdir(warehouse):
+        raise WarehouseError(f"demo warehouse {warehouse} is not a directory")
+    try:
+        os.makedirs(warehouse, exist_ok=True)
+        log = open(log_path(warehouse), "ab")
+    except OSError as e:
+        raise WarehouseError(f"cannot create the demo warehouse {warehouse}: {e.strerror}") from None
     try:
         proc = subprocess.Popen([sys.executable, "-m", "paimon_tail.demo_daemon", "--warehouse", warehouse,
                                  "--interval", repr(interval)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,

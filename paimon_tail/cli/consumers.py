@@ -9,11 +9,11 @@ import click
 
 from ..catalog import CatalogConfig
 from ..errors import PaimonTailError, UsageError
-from .common import catalog_options
+from .common import catalog_options, complete_tables
 
 
 @click.command("consumers")
-@click.argument("table")
+@click.argument("table", shell_complete=complete_tables)
 @catalog_options
 @click.option("--reset", "reset_id", metavar="ID", help="Set consumer ID's position (with --to).")
 @click.option("--to", "to_snapshot", type=click.IntRange(min=1), metavar="N", help="Next snapshot for --reset.")

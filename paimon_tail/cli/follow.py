@@ -10,7 +10,7 @@ import click
 from ..catalog import CatalogConfig
 from ..errors import UsageError
 from ..output.formats import CDC_FORMATS, FORMATS, refuse_binary_terminal
-from .common import catalog_options, run
+from .common import catalog_options, complete_tables, run
 
 
 def parse_columns(text: Optional[str]) -> Optional[list]:
@@ -75,7 +75,7 @@ def format_option(f):
 
 
 @click.command("follow")
-@click.argument("tables", nargs=-1, required=True, metavar="TABLE...")
+@click.argument("tables", nargs=-1, required=True, metavar="TABLE...", shell_complete=complete_tables)
 @catalog_options
 @click.option("--from", "start", default="latest-full", show_default=True, metavar="POSITION",
               help="latest-full | latest | earliest | snapshot:N | snapshot-full:N | timestamp:T | -1h")

@@ -13,7 +13,7 @@ from typing import Any, BinaryIO, List
 import click
 
 from ..errors import UsageError
-from .common import catalog_options, run, security_from_options, security_options
+from .common import catalog_options, complete_tables, run, security_from_options, security_options
 from .missing import MissingKeys, missing_option
 
 ARROW_STREAM_START = b"\xff\xff\xff\xff"  # an Arrow IPC stream's first message starts with this continuation marker
@@ -39,7 +39,7 @@ def key_tables(parser, stream: BinaryIO, source: str, keys_format: str):
 
 
 @click.command("lookup")
-@click.argument("table", metavar="DB.TABLE")
+@click.argument("table", metavar="DB.TABLE", shell_complete=complete_tables)
 @click.argument("keys", nargs=-1, metavar="KEY ...")
 @catalog_options
 @click.option("--keys-from", metavar="FILE|-", help="Read keys from a file or stdin: JSON lines (objects with the "

@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 
 from ..errors import UsageError
-from .common import catalog_options, run, security_from_options, security_options, store_options
+from .common import (catalog_options, complete_tables, run, security_from_options, security_options,
+                     store_options)
 
 
 # ------------------------------------------------------------------------------------------------------ serve
@@ -247,7 +248,7 @@ def service() -> None:
 
 
 @service.command("status")
-@click.argument("table", metavar="DB.TABLE")
+@click.argument("table", metavar="DB.TABLE", shell_complete=complete_tables)
 @catalog_options
 @click.option("--json", "as_json", is_flag=True,
               help="Print the status as one JSON object (piped, the default is a JSON line per executor).")

@@ -42,6 +42,13 @@ def log_path(warehouse: str) -> str:
 
 def running(warehouse: str) -> Optional[WriterInfo]:
     """The writer running for ``warehouse`` once it has committed, or None."""
+    state = _state(warehouse)
+    return state if isinstance(state, WriterInfo) else None
+
+
+def _state(warehouse: str):
+    """A ``WriterInfo``; ``"starting"`` (a writer holds the lock, no commit yet); or None (no writer: no pid file,
+    or one left unlocked by a writer that was killed)."""
     import fcntl
 
     try:
@@ -56,9 +63,9 @@ def running(warehouse: str) -> Optional[WriterInfo]:
                 info = json.loads(os.pread(fd, 4096, 0) or b"null")
                 return WriterInfo(int(info["pid"]), float(info["interval"]), float(info["started"]))
             except (ValueError, TypeError, KeyError):
-                return None  # still starting: no commit yet
+                return "starting"
         fcntl.flock(fd, fcntl.LOCK_UN)
-        return None  # a pid file no writer holds: left by a writer that was killed
+        return None
     finally:
         os.close(fd)
 
@@ -83,11 +90,12 @@ def start(warehouse: str, interval: float, timeout: float = 120.0) -> WriterInfo
         log.close()
     deadline = time.monotonic() + timeout
     while True:
-        info = running(warehouse)
-        if info is not None:
-            return info
+        state = _state(warehouse)
+        if isinstance(state, WriterInfo):
+            return state
         code = proc.poll()
-        if code is not None and running(warehouse) is None:
+        # exit code 0 at once: another command's writer got the lock first; it is the one to wait for
+        if code is not None and _state(warehouse) is None:
             raise PaimonTailError(f"the demo writer stopped at once (exit code {code}): {_last_line(warehouse)}",
                                   hint=f"its log: {log_path(warehouse)}")
         if time.monotonic() > deadline:
@@ -108,11 +116,26 @@ def stop(warehouse: str, timeout: float = 60.0) -> Optional[WriterInfo]:
     except ProcessLookupError:
         return info
     deadline = time.monotonic() + timeout
-    while running(warehouse) is not None:
+    while running(warehouse) is not None or not _gone(info.pid):  # the lock goes first, then the process
         if time.monotonic() > deadline:
             raise PaimonTailError(f"the demo writer (pid {info.pid}) did not stop within {timeout:.0f}s")
         time.sleep(0.05)
     return info
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie waiting for its parent counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+    except OSError:  # no /proc
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
 
 
 def _last_line(warehouse: str) -> str:
@@ -135,11 +158,9 @@ def _lock(path: str) -> Optional[int]:
         except BlockingIOError:
             os.close(fd)
             return None
-        try:
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                return fd
-        except FileNotFoundError:
-            pass
+        if _same_file(path, fd):
+            os.ftruncate(fd, 0)  # what a killed writer left is not this one: "starting" until it commits
+            return fd
         os.close(fd)  # the file was removed (its writer stopping) between our open and our lock: again
 
 
@@ -157,12 +178,11 @@ def run(warehouse: str, interval: float) -> int:
     try:
         writer = DemoWriter(warehouse, interval=interval)
         writer.step()
-        os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "interval": interval, "started": time.time()}).encode(), 0)
         print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} demo writer {os.getpid()} started: a commit every {interval:g}s",
               flush=True)
         while not stopping.wait(interval):
-            if not os.path.exists(path):
+            if not _same_file(path, fd):
                 print("the pid file is gone (the warehouse was removed?): stopping", flush=True)
                 return 0
             writer.step()
@@ -171,10 +191,18 @@ def run(warehouse: str, interval: float) -> int:
         return 0
     finally:
         try:
-            if os.path.exists(path) and os.stat(path).st_ino == os.fstat(fd).st_ino:
+            if _same_file(path, fd):
                 os.unlink(path)
         finally:
             os.close(fd)
+
+
+def _same_file(path: str, fd: int) -> bool:
+    """``path`` is still the file open as ``fd`` (not removed, nor removed and made again by another writer)."""
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from .renderers import Renderer
 from .status import Pace, state
-from .terminal_tables import fitting_columns, flowing_table, hidden_note, natural_width, shrink_to
+from .terminal_tables import fitting_columns, flowing_table, hidden_note, natural_width, records
 from .values import plain_rows, text
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ class LiveTableRenderer(Renderer):
         width = self.console.size.width
         table, hidden = self._window.table(self.title, width=width)
         parts: list = [table]
-        note = hidden_note(hidden)
+        note = hidden_note(hidden, width)
         if note is not None:
             parts.append(note)
         parts.append(self._footer(width))
@@ -261,7 +261,7 @@ class MultiLiveTableRenderer(LiveTableRenderer):
         for name in shown:  # the title above the table, not in it: a narrow table would wrap it
             table, hidden = self._windows[name].table("", limit, width)
             parts += [self._section_title(name), table]
-            note = hidden_note(hidden)
+            note = hidden_note(hidden, width)
             if note is not None:
                 parts.append(note)
         if not parts:
@@ -287,10 +287,11 @@ class MultiLiveTableRenderer(LiveTableRenderer):
 
 
 class ScrollingTableRenderer(Renderer):
-    """A follow with an end on a terminal: every row printed, a table in pieces of up to ``PIECE_ROWS`` rows with
-    the widths of its first piece (shrunk to the terminal), the header again when the table or its columns
-    change; the rows scroll into the terminal's history, nothing is dropped. The footer stays live below them and
-    its last frame says ``done`` (or ``stopped``)."""
+    """A follow with an end on a terminal: every row printed, in pieces of up to ``PIECE_ROWS`` rows that scroll
+    into the terminal's history, nothing dropped. A table while the rows fit the width (its header again when the
+    table, its columns or their widths change), else a record per row with a line per column (psql's expanded
+    display), every value whole. The footer stays live below them and its last frame says ``done`` (or
+    ``stopped``)."""
 
     PIECE_ROWS = 256
 
@@ -304,17 +305,34 @@ class ScrollingTableRenderer(Renderer):
         self.footer = _Footer(stats) if stats is not None else None
         self._pending: List[List[str]] = []
         self._key: Optional[Tuple[str, Tuple[str, ...]]] = None  # (table, columns) of the pending rows
-        self._printed: Optional[Tuple[str, Tuple[str, ...]]] = None  # ... of the last piece printed
-        self._widths: Dict[Tuple[str, Tuple[str, ...]], List[int]] = {}
+        self._printed: Optional[tuple] = None  # (table, columns, widths) of the last piece printed
+        self._widths: Dict[Tuple[str, Tuple[str, ...]], Optional[List[int]]] = {}  # None: records
         self._live = None
+        self._loop = None
+        self._timer = None
 
     def start(self) -> None:
+        """The footer, redrawn 8 times a second by the event loop that prints the rows: rich's own refresh thread
+        would race the prints above the footer (each thread renders into a buffer of its own) and leave a stale
+        footer line in the history."""
+        import asyncio
+
         from rich.live import Live
 
         if self._live is None and self.stats is not None:
-            self._live = Live(get_renderable=self._view, console=self.console, refresh_per_second=8,
-                              transient=False, redirect_stdout=False, redirect_stderr=False)
-            self._live.start()
+            self._live = Live(get_renderable=self._view, console=self.console, auto_refresh=False, transient=False,
+                              redirect_stdout=False, redirect_stderr=False)
+            self._live.start(refresh=True)
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:  # driven without an event loop: the footer changes as rows are printed
+                return
+            self._tick()
+
+    def _tick(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+            self._timer = self._loop.call_later(0.125, self._tick)
 
     def write_item(self, item: "FollowBatch") -> None:
         self._add(item.table.full_name, item.batch)
@@ -337,20 +355,34 @@ class ScrollingTableRenderer(Renderer):
     def _print_pending(self) -> None:
         if not self._pending or self._key is None:
             return
-        name, columns = self._key
-        widths = self._widths.get(self._key)
-        if widths is None:
-            natural = [natural_width(c, [r[i] for r in self._pending]) for i, c in enumerate(columns)]
-            widths = self._widths[self._key] = shrink_to(natural, self.console.size.width)
-        header = self._key != self._printed
-        if header and (self.many_tables or (self._printed is not None and self._printed[0] != name)):
+        key = self._key
+        name, columns = key
+        widths = self._layout(key)
+        if self.many_tables and (self._printed is None or self._printed[0] != name):
             self.console.print(Text(name, style="bold"))
-        table = flowing_table(columns, widths, header, _column_styles(columns))
-        for row in self._pending:
-            table.add_row(*row, style=_row_style(list(columns), row))
-        self.console.print(table)
-        self._printed = self._key
+        styles = _column_styles(columns)
+        if widths is None:
+            self.console.print(records(columns, self._pending, styles=styles))
+        else:
+            table = flowing_table(columns, widths, header=self._printed != (name, columns, widths), styles=styles)
+            for row in self._pending:
+                table.add_row(*row, style=_row_style(list(columns), row))
+            self.console.print(table)
+        self._printed = (name, columns, widths)
         self._pending = []
+
+    def _layout(self, key) -> Optional[List[int]]:
+        """The pending rows' column widths: the widest cell of each column so far (they only grow), or None for
+        records, from the first rows that do not fit the terminal on."""
+        columns = key[1]
+        natural = [natural_width(c, [r[i] for r in self._pending]) for i, c in enumerate(columns)]
+        widths = self._widths.get(key, natural)
+        if widths is not None:
+            widths = [max(a, b) for a, b in zip(widths, natural)]
+            if sum(widths) + 3 * (len(widths) - 1) > self.console.size.width:
+                widths = None
+        self._widths[key] = widths
+        return widths
 
     def flush(self) -> None:
         self._print_pending()
@@ -360,6 +392,8 @@ class ScrollingTableRenderer(Renderer):
     def close(self) -> None:
         if self.footer is not None:
             self.footer.ended = _ending()
+        if self._timer is not None:
+            self._timer.cancel()
         self._print_pending()
         if self._live is not None:
             self._live.refresh()

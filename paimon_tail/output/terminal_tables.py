@@ -4,8 +4,8 @@
   record per row with a line per column: psql's expanded display (``\\x auto``), where every value is shown whole.
 * The live view keeps the columns that fit at the width their values need, from the left, and names the others
   (``hidden_note``): cut-down cells (``ex… ┃ ad…``) would show nothing readable.
-* Rows printed as they come (``follow -e`` on a terminal, ``ScrollingTableRenderer``) get widths from the first
-  rows, shrunk to the terminal; a longer value later wraps within its column.
+* Rows printed as they come (``follow -e`` on a terminal, ``ScrollingTableRenderer``): a table in pieces while
+  they fit, records once they do not.
 """
 from __future__ import annotations
 
@@ -31,22 +31,30 @@ def report(columns: Sequence[str], rows: Sequence[Sequence[str]], console: Conso
         table.add_column(name, style=styles.get(name))
     for row in rows:
         table.add_row(*row)
-    if Measurement.get(console, console.options, table).maximum <= console.size.width:
+    unbounded = console.options.update_width(1 << 20)  # a measurement is clamped to the width it is given
+    if Measurement.get(console, unbounded, table).maximum <= console.size.width:
         return table
     return records(columns, rows, title=title, styles=styles)
 
 
+RECORD_TITLE = 30  # a first value up to this wide titles its record; a longer one gets a line like the others
+
+
 def records(columns: Sequence[str], rows: Sequence[Sequence[str]], *, title: str = "",
-            styles: Optional[Dict[str, str]] = None) -> RenderableType:
-    """psql's expanded display: ``─[ first column value ]──`` then ``column  value`` lines, values folded."""
+            styles: Optional[Dict[str, Optional[str]]] = None, first: int = 1) -> RenderableType:
+    """psql's expanded display: ``[ first column value ] ──`` (or ``[ record number ]``) then ``column  value``
+    lines, values folded."""
     styles = styles or {}
     parts: List[RenderableType] = [Text(title, style="bold")] if title else []
-    for row in rows:
-        parts.append(Rule(f"[ {columns[0]} {row[0]} ]", align="left", style="dim", characters="─"))
+    for number, row in enumerate(rows, first):
+        short = cell_len(row[0]) <= RECORD_TITLE
+        label = f"[ {columns[0]} {row[0]} ]" if short else f"[ record {number} ]"
+        parts.append(Rule(label, align="left", style="dim", characters="─"))
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column(overflow="fold")
-        for name, value in zip(columns[1:], row[1:]):
+        start = 1 if short else 0
+        for name, value in zip(columns[start:], row[start:]):
             grid.add_row(name, Text(value, style=styles.get(name) or ""))
         parts.append(grid)
     return Group(*parts)
@@ -66,29 +74,17 @@ def fitting_columns(columns: Sequence[str], widths: Dict[str, int], available: i
     return shown
 
 
-def hidden_note(hidden: Sequence[str]) -> Optional[Text]:
+def hidden_note(hidden: Sequence[str], width: int) -> Optional[Text]:
+    """'not shown (too narrow): a, b; widen the terminal or use --select', the advice only when it fits."""
     if not hidden:
         return None
-    return Text(f"not shown (too narrow): {', '.join(hidden)}; widen the terminal or use --select", style="dim",
-                overflow="ellipsis", no_wrap=True)
+    note = f"not shown (too narrow): {', '.join(hidden)}"
+    advice = "; widen the terminal or use --select"
+    return Text(note + advice if cell_len(note + advice) <= width else note, style="dim")
 
 
 def natural_width(header: str, cells: Sequence[str]) -> int:
     return min(MAX_CELL, max([cell_len(header), *(cell_len(c) for c in cells)]))
-
-
-def shrink_to(widths: List[int], available: int, gap: int = 3, floor: int = 4) -> List[int]:
-    """Column widths that fit ``available`` with ``gap`` cells between columns: the widest give way first,
-    down to ``floor`` (or their own width, when smaller)."""
-    widths = list(widths)
-    excess = sum(widths) + gap * max(0, len(widths) - 1) - available
-    while excess > 0:
-        widest = max(range(len(widths)), key=widths.__getitem__)
-        if widths[widest] <= floor:
-            break  # nothing can give more: the terminal wraps the line
-        widths[widest] -= 1
-        excess -= 1
-    return widths
 
 
 def flowing_table(columns: Sequence[str], widths: Sequence[int], header: bool,
@@ -101,5 +97,4 @@ def flowing_table(columns: Sequence[str], widths: Sequence[int], header: bool,
     return table
 
 
-__all__ = ["MAX_CELL", "fitting_columns", "flowing_table", "hidden_note", "natural_width", "records", "report",
-           "shrink_to"]
+__all__ = ["MAX_CELL", "fitting_columns", "flowing_table", "hidden_note", "natural_width", "records", "report"]

@@ -257,7 +257,7 @@ def _did_you_mean(name: str, names) -> str | None:
     import difflib
 
     try:
-        close = difflib.get_close_matches(name, list(names()), n=1, cutoff=0.6)
+        close = difflib.get_close_matches(name, list(names()), n=1, cutoff=0.5)
     except Exception:
         return None
     return f"did you mean {close[0]}?" if close else None

@@ -252,7 +252,8 @@ def service() -> None:
 @catalog_options
 @click.option("--json", "as_json", is_flag=True,
               help="Print the status as one JSON object (piped, the default is a JSON line per executor).")
-@click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True)
+@click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+              help="Seconds to wait for the service's answer.")
 @security_options
 def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s.

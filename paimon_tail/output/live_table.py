@@ -111,11 +111,13 @@ class _Footer:
         text = state(s, self.pace.idle())
         return text, {"live": "green", "catching up": "yellow"}.get(text, "cyan")
 
-    def single(self, width: int) -> Text:
+    def single(self, width: int, rows: Optional[int] = None) -> Text:
+        """``rows``: what the view printed, when that is what to count (every row of a follow with an end)."""
         s = self.stats
+        rows = s.rows if rows is None else rows
         if s.outage is not None:
             return Text(f"{s.outage.describe()} · retrying · snapshot "
-                        f"{s.snapshot_id if s.snapshot_id is not None else '-'} · {s.rows:,} rows", style="bold red")
+                        f"{s.snapshot_id if s.snapshot_id is not None else '-'} · {rows:,} rows", style="bold red")
         if s.waiting_for_first_snapshot and s.snapshot_id is None and self.ended is None:
             return Text("waiting for the first snapshot of an empty table…", style="yellow")
         rate = self.pace.rate()
@@ -123,30 +125,31 @@ class _Footer:
         snap = s.snapshot_id if s.snapshot_id is not None else "-"
         latest = s.latest_id if s.latest_id is not None else "-"
         parts = [f"snapshot {snap}", f"latest {latest}", f"lag {s.lag_snapshots} snapshots ({s.lag_seconds:.1f} s)",
-                 f"{s.rows:,} rows", f"{rate:,.0f} rows/s", state_text] + ([s.mechanism] if s.mechanism else [])
+                 f"{rows:,} rows", f"{rate:,.0f} rows/s", state_text] + ([s.mechanism] if s.mechanism else [])
         line = " · ".join(parts)
         if len(line) > width:
             line = " · ".join([f"snapshot {snap}/{latest}", f"lag {s.lag_snapshots} ({s.lag_seconds:.1f} s)",
-                               f"{s.rows:,} rows", f"{rate:,.0f}/s", state_text])
+                               f"{rows:,} rows", f"{rate:,.0f}/s", state_text])
         return Text(line, style=style)
 
-    def many(self, width: int, windows: int, hidden: int = 0) -> Text:
+    def many(self, width: int, windows: int, hidden: int = 0, rows: Optional[int] = None) -> Text:
         s = self.stats
+        rows = s.rows if rows is None else rows
         quiet = len(s.tables) - windows
         if s.outage is not None:
-            return Text(f"{s.outage.describe()} · retrying · {len(s.tables)} tables · {s.rows:,} rows",
+            return Text(f"{s.outage.describe()} · retrying · {len(s.tables)} tables · {rows:,} rows",
                         style="bold red")
         rate = self.pace.rate()
         state_text, style = self.state()
-        parts = [f"{len(s.tables)} tables", f"{s.tables_caught_up} live",
-                 f"lag {s.lag_snapshots} snapshots ({s.lag_seconds:.1f} s)", f"{s.rows:,} rows",
-                 f"{rate:,.0f} rows/s", state_text] + ([s.mechanism] if s.mechanism else [])
+        live = [] if self.ended else [f"{s.tables_caught_up} live"]  # at the end, the state says it for all
+        parts = [f"{len(s.tables)} tables", *live, f"lag {s.lag_snapshots} snapshots ({s.lag_seconds:.1f} s)",
+                 f"{rows:,} rows", f"{rate:,.0f} rows/s", state_text] + ([s.mechanism] if s.mechanism else [])
         if hidden or quiet:
             parts.append(f"not shown: {hidden} more, {quiet} without rows yet")
         line = " · ".join(parts)
         if len(line) > width:
-            line = " · ".join([f"{len(s.tables)} tables ({s.tables_caught_up} live)",
-                               f"lag {s.lag_snapshots} ({s.lag_seconds:.1f} s)", f"{s.rows:,} rows",
+            tables = f"{len(s.tables)} tables" + ("" if self.ended else f" ({s.tables_caught_up} live)")
+            line = " · ".join([tables, f"lag {s.lag_snapshots} ({s.lag_seconds:.1f} s)", f"{rows:,} rows",
                                f"{rate:,.0f}/s", state_text] + ([f"{hidden + quiet} not shown"]
                                                                   if hidden or quiet else []))
         return Text(line, style=style)
@@ -205,10 +208,8 @@ class LiveTableRenderer(Renderer):
     def close(self) -> None:
         if self.footer is not None:
             self.footer.ended = _ending()
-        if self._live is not None:
-            self._live.refresh()
-            self._live.stop()
-            self._live = None
+        _stop(self._live)
+        self._live = None
 
     def render(self):
         width = self.console.size.width
@@ -395,17 +396,26 @@ class ScrollingTableRenderer(Renderer):
         if self._timer is not None:
             self._timer.cancel()
         self._print_pending()
-        if self._live is not None:
-            self._live.refresh()
-            self._live.stop()
-            self._live = None
+        _stop(self._live)
+        self._live = None
 
     def _view(self):
         width = self.console.size.width
-        line = self.footer.many(width, len(self.stats.tables)) if getattr(self.stats, "tables", None) is not None \
-            else self.footer.single(width)
+        line = self.footer.many(width, len(self.stats.tables), rows=self.rows) \
+            if getattr(self.stats, "tables", None) is not None else self.footer.single(width, rows=self.rows)
         bar = _progress(self.stats, width) if self.footer.ended is None else None
         return Group(line, bar) if bar is not None else line
+
+
+def _stop(live) -> None:
+    """The last frame, and the line it is on ended (rich ends it on a terminal only: piped, the next output would
+    continue it)."""
+    if live is None:
+        return
+    live.refresh()
+    live.stop()
+    if not live.console.is_terminal:
+        live.console.line()
 
 
 def _short_time(value: Any) -> str:

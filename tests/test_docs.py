@@ -295,6 +295,7 @@ def test_readme_examples_leave_no_background_process():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # the two Spark examples run to their end (--batches): a minute or two each
 def test_readme_examples_as_written(demo):
     (examples,) = [code for heading, code in _blocks("README.md") if heading == "Examples"]
     lines = _lines(examples)

@@ -189,3 +189,24 @@ def test_reports_fit_any_width(served, columns):
             header = {"executor": ("executor", "restarts"), "consumers": ("consumer", "snapshots behind"),
                       "lookup": ("id", "op")}[first]
             assert any(all(h in line for h in header) for line in screen.splitlines()), screen
+
+
+def test_pace_is_recent_and_trusts_what_it_saw_over_a_clock_behind():
+    """The footer's numbers from a real FollowStats: the rate over the last 10 s, not since the start; idle from
+    the latest commit's time, or from when this view saw it appear when the writer's clock is behind ours."""
+    from paimon_tail.output.status import Pace
+    from paimon_tail.stream.follower import FollowStats
+
+    stats = FollowStats(started=0.0)
+    pace = Pace(stats)
+    stats.rows = 1000
+    assert pace.rate(now=5.0) == 200.0  # 1000 rows in the first 5 s
+    for t in range(6, 30):
+        pace.rate(now=float(t))
+    assert pace.rate(now=30.0) == 0.0  # nothing in the last 10 s (the average since the start: 33/s)
+    stats.latest_id, stats.latest_time_ms = 7, 1_000_000  # committed at wall time 1000 s
+    assert pace.idle(now=30.0, wall=1005.0) is None  # 5 s ago: live
+    assert pace.idle(now=31.0, wall=1042.0) == 42.0
+    stats.latest_id, stats.latest_time_ms = 8, 900_000  # a writer whose clock is 100 s behind commits now
+    assert pace.idle(now=32.0, wall=1043.0) is None  # seen just now, whatever its commit time says
+    assert pace.idle(now=45.0, wall=1056.0) == 13.0

@@ -119,6 +119,8 @@ def demo_command(warehouse: str, duration: Optional[float], interval: Optional[f
         click.echo(f"stopped the demo writer of {warehouse} (pid {stopped.pid})" if stopped is not None
                    else f"no demo writer is running for {warehouse}", err=True)
         return
+    if no_follow and duration is not None:
+        raise UsageError("--duration is how long to follow: it does not go with --no-follow")
     info = demo_daemon.running(warehouse)
     if info is None:
         info = demo_daemon.start(warehouse, interval if interval is not None else 1.0)

@@ -283,6 +283,14 @@ def _check_lines(demo, lines: List[str], prelude: str) -> None:
                 assert sep and "order_id" in json.dumps(json.loads(key)) and json.loads(value)["op"] in ("r", "c", "u", "d"), event
 
 
+def test_readme_installs_from_the_clone():
+    """The README is read in a clone: its installs are of the clone (pip install -e), never of a package index's
+    paimon-tail."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    assert "pip install -e '.[spark]'" in text
+    assert not re.search(r"pip install [\"']?paimon-tail", text), "an install from the index"
+
+
 def test_readme_examples_leave_no_background_process():
     """Ctrl-C reaches a line's foreground command only: a `cmd &` in the middle of a line would go on printing
     into the shell (the shard pair is two lines, one per terminal). Only `serve … &` runs in the background."""

@@ -210,3 +210,14 @@ def test_pace_is_recent_and_trusts_what_it_saw_over_a_clock_behind():
     stats.latest_id, stats.latest_time_ms = 8, 900_000  # a writer whose clock is 100 s behind commits now
     assert pace.idle(now=32.0, wall=1043.0) is None  # seen just now, whatever its commit time says
     assert pace.idle(now=45.0, wall=1056.0) == 13.0
+
+
+def test_printed_rows_stay_one_line_and_cannot_drive_the_terminal(wh):
+    """A value with a newline or an escape sequence, printed by -e on a terminal: shown escaped, on its row."""
+    wh.create("log")
+    wh.commit("log", [{"id": 1, "writer": "two\nlines", "n": 1}, {"id": 2, "writer": "\x1b[2Jred\x1b[31m", "n": 2}])
+    with Terminal(["follow", "db.log", "-w", wh.path, "-e"], 100, 20) as t:
+        assert t.wait_exit() == 0
+        shown = t.history()
+    assert re.search(r"^1 +two\\nlines +1$", shown, re.M), shown
+    assert re.search(r"^2 +\\x1b\[2Jred\\x1b\[31m +2$", shown, re.M), shown

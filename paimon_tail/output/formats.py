@@ -22,7 +22,8 @@ def refuse_binary_terminal(fmt: str, stream, forced: bool = False) -> None:
     "Binary output can mess up your terminal", and gzip "compressed data not written to a terminal")."""
     isatty = getattr(stream, "isatty", None)
     if fmt in BINARY_FORMATS and not forced and isatty is not None and isatty():
-        raise UsageError(f"-f {fmt} is binary and stdout is a terminal", hint="redirect or pipe it, or add --force-binary")
+        raise UsageError(f"-f {fmt} is binary and stdout is a terminal",
+                         hint="redirect or pipe it, or add --force-binary")
 
 
 __all__ = ["BINARY_FORMATS", "CDC_FORMATS", "FORMATS", "choose_format", "refuse_binary_terminal"]

@@ -18,18 +18,25 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 import pyarrow as pa
 from rich.console import Console, Group
 from rich.progress_bar import ProgressBar
+from rich.style import Style
+from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
 from .renderers import Renderer
 from .status import Pace, state
-from .terminal_tables import fitting_columns, flowing_table, hidden_note, natural_width, records
+from .terminal_tables import GAP, Lines, aligned, fitting_columns, hidden_note, natural_width, RecordLines, rule, width_of
 from .values import plain_rows, text
 
 if TYPE_CHECKING:
     from ..stream.follower import FollowBatch
 
 ROW_KIND_STYLES = {"-D": "red", "-U": "dim", "+U": "yellow"}
+_STYLES = {name: Style.parse(name) for name in ("bold", "dim", "bold cyan")} | \
+    {kind: Style.parse(style) for kind, style in ROW_KIND_STYLES.items()}
+# a printed row stays one line, and a value cannot move the cursor or recolour the terminal: control characters
+# are shown escaped (the rows are written as segments, which rich does not sanitise as it does a Text)
+_VISIBLE = {c: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(chr(c), f"\\x{c:02x}") for c in (*range(32), 127)}
 
 
 def _text_rows(batch: pa.RecordBatch) -> List[List[str]]:
@@ -124,13 +131,12 @@ class _Footer:
         state_text, style = self.state()
         snap = s.snapshot_id if s.snapshot_id is not None else "-"
         latest = s.latest_id if s.latest_id is not None else "-"
-        parts = [f"snapshot {snap}", f"latest {latest}", f"lag {s.lag_snapshots} snapshots ({s.lag_seconds:.1f} s)",
-                 f"{rows:,} rows", f"{rate:,.0f} rows/s", state_text] + ([s.mechanism] if s.mechanism else [])
-        line = " · ".join(parts)
-        if len(line) > width:
-            line = " · ".join([f"snapshot {snap}/{latest}", f"lag {s.lag_snapshots} ({s.lag_seconds:.1f} s)",
-                               f"{rows:,} rows", f"{rate:,.0f}/s", state_text])
-        return Text(line, style=style)
+        return Text(_fitting(width, [
+            [f"snapshot {snap}", f"latest {latest}", f"lag {s.lag_snapshots} snapshots ({s.lag_seconds:.1f} s)",
+             f"{rows:,} rows", f"{rate:,.0f} rows/s", state_text] + ([s.mechanism] if s.mechanism else []),
+            [f"snapshot {snap}/{latest}", f"lag {s.lag_snapshots} ({s.lag_seconds:.1f} s)", f"{rows:,} rows",
+             f"{rate:,.0f}/s", state_text],
+            [f"snapshot {snap}/{latest}", f"{rows:,} rows", state_text]]), style=style)
 
     def many(self, width: int, windows: int, hidden: int = 0, rows: Optional[int] = None) -> Text:
         s = self.stats
@@ -146,13 +152,22 @@ class _Footer:
                  f"{rows:,} rows", f"{rate:,.0f} rows/s", state_text] + ([s.mechanism] if s.mechanism else [])
         if hidden or quiet:
             parts.append(f"not shown: {hidden} more, {quiet} without rows yet")
+        tables = f"{len(s.tables)} tables" + ("" if self.ended else f" ({s.tables_caught_up} live)")
+        not_shown = [f"{hidden + quiet} not shown"] if hidden or quiet else []
+        return Text(_fitting(width, [
+            parts,
+            [tables, f"lag {s.lag_snapshots} ({s.lag_seconds:.1f} s)", f"{rows:,} rows", f"{rate:,.0f}/s",
+             state_text] + not_shown,
+            [tables, f"{rows:,} rows", state_text]]), style=style)
+
+
+def _fitting(width: int, forms: List[List[str]]) -> str:
+    """The first of ``forms`` (each shorter than the one before) whose parts, joined, fit ``width``."""
+    for parts in forms:
         line = " · ".join(parts)
-        if len(line) > width:
-            tables = f"{len(s.tables)} tables" + ("" if self.ended else f" ({s.tables_caught_up} live)")
-            line = " · ".join([tables, f"lag {s.lag_snapshots} ({s.lag_seconds:.1f} s)", f"{rows:,} rows",
-                               f"{rate:,.0f}/s", state_text] + ([f"{hidden + quiet} not shown"]
-                                                                  if hidden or quiet else []))
-        return Text(line, style=style)
+        if cell_len(line) <= width:
+            return line
+    return line
 
 
 def _progress(stats: Any, width: int) -> Optional[ProgressBar]:
@@ -308,6 +323,7 @@ class ScrollingTableRenderer(Renderer):
         self._key: Optional[Tuple[str, Tuple[str, ...]]] = None  # (table, columns) of the pending rows
         self._printed: Optional[tuple] = None  # (table, columns, widths) of the last piece printed
         self._widths: Dict[Tuple[str, Tuple[str, ...]], Optional[List[int]]] = {}  # None: records
+        self._records = 0  # records printed, to number those whose first value is too long to title them
         self._live = None
         self._loop = None
         self._timer = None
@@ -348,7 +364,8 @@ class ScrollingTableRenderer(Renderer):
             self._print_pending()
             self._key = key
         for offset in range(0, batch.num_rows, self.PIECE_ROWS):
-            self._pending.extend(_text_rows(batch.slice(offset, self.PIECE_ROWS)))
+            self._pending.extend([[c if c.isprintable() else c.translate(_VISIBLE) for c in row]
+                                  for row in _text_rows(batch.slice(offset, self.PIECE_ROWS))])
             if len(self._pending) >= self.PIECE_ROWS:
                 self._print_pending()
         self.rows += batch.num_rows
@@ -359,16 +376,23 @@ class ScrollingTableRenderer(Renderer):
         key = self._key
         name, columns = key
         widths = self._layout(key)
+        out: List[tuple] = []
         if self.many_tables and (self._printed is None or self._printed[0] != name):
-            self.console.print(Text(name, style="bold"))
-        styles = _column_styles(columns)
+            out.append((name, _STYLES["bold"]))
+        kinds = columns[0] == "_row_kind"
         if widths is None:
-            self.console.print(records(columns, self._pending, styles=styles))
-        else:
-            table = flowing_table(columns, widths, header=self._printed != (name, columns, widths), styles=styles)
+            layout = RecordLines(columns, self.console.size.width)
             for row in self._pending:
-                table.add_row(*row, style=_row_style(list(columns), row))
-            self.console.print(table)
+                self._records += 1
+                lines = layout.lines(row, self._records)
+                style = _STYLES.get(row[0]) if kinds else None
+                out.append((lines[0], _STYLES["dim"]))
+                out.extend((line, style) for line in lines[1:])
+        else:
+            if self._printed != (name, columns, widths):  # the header again when the columns or widths change
+                out += [(aligned(columns, widths), _STYLES["bold cyan"]), (rule(widths), _STYLES["dim"])]
+            out.extend((aligned(row, widths), _STYLES.get(row[0]) if kinds else None) for row in self._pending)
+        self.console.print(Lines(out), soft_wrap=True, crop=False)
         self._printed = (name, columns, widths)
         self._pending = []
 
@@ -376,11 +400,11 @@ class ScrollingTableRenderer(Renderer):
         """The pending rows' column widths: the widest cell of each column so far (they only grow), or None for
         records, from the first rows that do not fit the terminal on."""
         columns = key[1]
-        natural = [natural_width(c, [r[i] for r in self._pending]) for i, c in enumerate(columns)]
+        natural = [max([width_of(c), *(width_of(r[i]) for r in self._pending)]) for i, c in enumerate(columns)]
         widths = self._widths.get(key, natural)
         if widths is not None:
             widths = [max(a, b) for a, b in zip(widths, natural)]
-            if sum(widths) + 3 * (len(widths) - 1) > self.console.size.width:
+            if sum(widths) + len(GAP) * (len(widths) - 1) > self.console.size.width:
                 widths = None
         self._widths[key] = widths
         return widths

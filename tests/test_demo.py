@@ -62,6 +62,7 @@ def test_ctrl_c_stops_following_not_writing_until_demo_stop(demo_dir):
         shown = t.history()
     assert "started a writer in the background (pid" in shown, shown
     assert "keeps committing in the background" in shown and f"demo --stop -w {demo_dir}" in shown, shown
+    assert f"demo --no-follow -w {demo_dir} starts it again without following" in shown, shown
     (pid,) = writers_of(demo_dir)
     before = latest(demo_dir)
     time.sleep(2)

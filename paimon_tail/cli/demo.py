@@ -33,7 +33,8 @@ def next_steps(warehouse: str, writer: Optional[int]) -> str:
 
     w, p = shlex.quote(warehouse), invocation()
     running = (f"The demo writer keeps committing in the background (pid {writer}) until:\n"
-               f"  {p} demo --stop -w {w}\n") if writer is not None else ""
+               f"  {p} demo --stop -w {w}\n"
+               f"(and {p} demo --no-follow -w {w} starts it again without following)\n") if writer is not None else ""
     return (
         f"\n{running}"
         "Try next against this warehouse:\n"

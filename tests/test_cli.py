@@ -388,20 +388,41 @@ def test_every_option_has_help():
 def test_stats_line_on_an_idle_table(wh):
     """--stats: never 'snapshot None'; 'snapshot - (waiting for N)' before the first commit of --from latest;
     'idle: no commit for N s' and the recent rate (0/s, not the average since the start) when nothing commits."""
+    import threading
+
     wh.create("log")
     for c in range(2):
         wh.commit("log", append_rows(c, 10))
-    behind = start_cli(["follow", "db.log", "-w", wh.path, "--from", "earliest", "--stats"])
-    waiting = start_cli(["follow", "db.log", "-w", wh.path, "--from", "latest", "--stats"])
-    time.sleep(14)
-    for p in (behind, waiting):
+
+    def until(args, pattern):
+        """The status lines of a follow, until one matches ``pattern`` (then Ctrl-C), and its stdout."""
+        p = start_cli(["follow", "db.log", "-w", wh.path, *args, "--stats"])
+        lines, seen = [], threading.Event()
+
+        def read():
+            for raw in p.stderr:
+                line = raw.decode().rstrip("\n")
+                if line:
+                    lines.append(line)
+                if re.search(pattern, line):
+                    seen.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        found = seen.wait(120)
         p.send_signal(signal.SIGINT)
-    out, err = behind.communicate(timeout=30)
-    lines = [line for line in err.decode().splitlines() if line]
-    assert len(out.splitlines()) == 20 and lines and not any("None" in line for line in lines), lines
-    assert re.search(r"\] snapshot 2 latest 2 lag 0 \(0\.0s\) rows 20 \(0/s\) idle: no commit for 1\d s$", lines[-1]), lines
-    out, err = waiting.communicate(timeout=30)
-    lines = [line for line in err.decode().splitlines() if line]
-    assert lines and not any("None" in line for line in lines), lines
+        out = p.stdout.read()
+        p.wait(30)
+        reader.join(10)
+        assert found, lines
+        return lines, out
+
+    lines, out = until(["--from", "earliest"], r"rows 20 \(0/s\) idle: no commit for \d+ s$")
+    assert len(out.splitlines()) == 20 and not any("None" in line for line in lines), lines
+    zero = re.search(r"\] snapshot 2 latest 2 lag 0 \(0\.0s\) rows 20 \(0/s\) idle: no commit for (\d+) s$", lines[-1])
+    # 0/s some 10 s after the rows came; an average since the start would take 40 s to round 20 rows down to 0/s
+    assert zero and int(zero.group(1)) < 35, lines
+    lines, out = until(["--from", "latest"], r"idle: no commit for \d+ s$")
+    assert out == b"" and not any("None" in line for line in lines), lines
     assert all(re.search(r"\] snapshot - \(waiting for 3\) latest 2 lag 0 \(0\.0s\) rows 0 \(0/s\) ", line)
                for line in lines), lines

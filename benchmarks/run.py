@@ -6,6 +6,7 @@
     python -m benchmarks catchup --size medium   # 2M rows / 40 commits: start-up's share of a mid-size catch-up
     python -m benchmarks startup [--size tiny|full]      # each command against its bare imports (ratios)
     python -m benchmarks cli-lookup [--size tiny|full]   # lookup --keys-from: JSON lines and Arrow through the CLI
+    python -m benchmarks terminal [--size tiny|full]     # follow -e on a terminal (every row) against --nl
     python -m benchmarks ab --product PATH [--rounds 5]   # catch-up of this tree vs the source at PATH, alternating
     python -m benchmarks lookup|spark [-- extra args]   # colleagues' scripts (benchmarks/lookup.py, spark_bench.py)
     python -m benchmarks store [--size tiny|5m|20m]      # the query service at production size (benchmarks/store.py)
@@ -28,11 +29,12 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks import catchup, cli_lookup, latency, memory, multi, objectstore, stall, startup  # noqa: E402
+from benchmarks import (catchup, cli_lookup, latency, memory, multi, objectstore, stall, startup,  # noqa: E402
+                        terminal)
 from benchmarks.common import ROOT, SIZES, machine, print_table, save  # noqa: E402
 
 BENCHES = ("latency", "catchup", "stall", "memory", "objectstore", "multi")
-SEPARATE = ("startup", "cli-lookup")  # not in `all`: each starts a query service of its own
+SEPARATE = ("startup", "cli-lookup", "terminal")  # not in `all`: the first two start a query service of their own
 
 
 def log(msg: str) -> None:
@@ -108,6 +110,8 @@ def main(argv=None) -> int:
             rows, det = cli_lookup.run(size, log)
         elif name == "multi":
             rows, det = multi.run(size, log)
+        elif name == "terminal":
+            rows, det = terminal.run(size, log)
         else:
             naive = details.get("catchup", {}).get("naive pypaimon loop")
             rows, det = memory.run(size, log, naive=naive)

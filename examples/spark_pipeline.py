@@ -2,10 +2,12 @@
 
 Spark's ``rate-micro-batch`` source ticks; every tick becomes a change to one of ``--orders`` orders: the first
 time an order is seen it is inserted (+I), later it is updated (+U: new status and amount), and every 17th tick
-deletes it (-D). The changes are upserted into ``shop.orders`` through paimon-tail's data source (format
-``paimon_tail``), one Paimon commit per micro-batch. Watch it from another terminal with:
+deletes it (-D). The changes are upserted into a table of its own, ``spark_demo.orders`` (``--table``; in the
+demo's warehouse too, it never touches the demo's ``shop`` tables), through paimon-tail's data source (format
+``paimon_tail``), one Paimon commit per micro-batch, and each micro-batch is reported as it commits. Watch it
+from another terminal with:
 
-    paimon-tail follow shop.orders -w /tmp/paimon-spark-wh --row-kind
+    paimon-tail follow spark_demo.orders -w /tmp/paimon-spark-wh --row-kind
 
 Run:
 
@@ -14,8 +16,8 @@ Run:
     python examples/spark_pipeline.py -w /shared/wh --master spark://master:7077 --conf spark.driver.host=HOST
 
 Stopping and starting again with the same ``--checkpoint`` continues where it stopped; a micro-batch that was
-committed to Paimon but not to Spark's commit log is not committed twice. Needs ``pip install 'paimon-tail[spark]'``
-and Java 17.
+committed to Paimon but not to Spark's commit log is not committed twice. Needs the Spark extra (from a clone:
+``pip install -e '.[spark]'``) and Java 17.
 """
 from __future__ import annotations
 
@@ -81,10 +83,20 @@ def orders_changes(spark, rows_per_batch: int, orders: int):
     )
 
 
+def report_batch(progress: dict, table: str, warehouse: str) -> None:
+    """One line per micro-batch once it is committed: its changes and the Paimon snapshot they made."""
+    import paimon_tail
+
+    latest = paimon_tail.open_table(table, warehouse=warehouse).snapshot_manager().get_latest_snapshot()
+    seconds = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
+    print(f"batch {progress['batchId']}: {progress['numInputRows']} changes committed in {seconds:.1f}s "
+          f"(snapshot {latest.id if latest else '-'} of {table})", flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--warehouse", "-w", default=os.environ.get("PAIMON_WAREHOUSE", "/tmp/paimon-spark-wh"))
-    p.add_argument("--table", default="shop.orders")
+    p.add_argument("--table", default="spark_demo.orders", help="the table written (created on the first batch)")
     p.add_argument("--checkpoint", default=None, help="default: <warehouse>/_checkpoints/<table>")
     p.add_argument("--rows-per-batch", type=int, default=200)
     p.add_argument("--orders", type=int, default=1000)
@@ -115,10 +127,14 @@ def main(argv=None) -> int:
     )
     print(f"writing {args.table} in {args.warehouse} (checkpoint {checkpoint}); follow it with:\n"
           f"  paimon-tail follow {args.table} -w {args.warehouse} --row-kind", flush=True)
+    reported = -1
     try:
         while query.isActive:
-            progress = query.lastProgress
-            if progress and args.batches and progress["batchId"] + 1 >= args.batches:
+            for progress in query.recentProgress:
+                if progress["batchId"] > reported:
+                    reported = progress["batchId"]
+                    report_batch(progress, args.table, args.warehouse)
+            if args.batches and reported + 1 >= args.batches:
                 break
             time.sleep(0.5)
     except KeyboardInterrupt:

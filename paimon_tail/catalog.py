@@ -231,7 +231,9 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
         return cat.get_table(identifier)
     except DatabaseNotExistException:
         _check_bucket(cat)  # on an object store: the bucket, credentials or endpoint may be to blame
-        raise TableNotFound(f"database {identifier.split('.')[0]} does not exist") from None
+        database = identifier.split('.')[0]
+        raise TableNotFound(f"database {database} does not exist",
+                            hint=_did_you_mean(database, lambda: cat.list_databases())) from None
     except TableNotExistException:
         _check_bucket(cat)
         database = identifier.split(".")[0]
@@ -239,12 +241,26 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
         try:
             cat.get_database(database)
         except DatabaseNotExistException:
-            raise TableNotFound(f"database {database} does not exist") from None
+            raise TableNotFound(f"database {database} does not exist",
+                                hint=_did_you_mean(database, lambda: cat.list_databases())) from None
         except Exception:
             pass
-        raise TableNotFound(f"table {identifier} does not exist") from None
+        hint = _did_you_mean(identifier.split(".")[1], lambda: cat.list_tables(database))
+        raise TableNotFound(f"table {identifier} does not exist",
+                            hint=hint and hint.replace("did you mean ", f"did you mean {database}.")) from None
     except Exception as e:
         raise _storage_error(e, f"cannot open table {identifier}", getattr(cat, "file_io", None)) from e
+
+
+def _did_you_mean(name: str, names) -> str | None:
+    """'did you mean orders?' for a name close to one that exists (a typo), else None; listing is best effort."""
+    import difflib
+
+    try:
+        close = difflib.get_close_matches(name, list(names()), n=1, cutoff=0.5)
+    except Exception:
+        return None
+    return f"did you mean {close[0]}?" if close else None
 
 
 def _check_table_dirs(catalog, identifier: str) -> None:

@@ -31,6 +31,7 @@ EVENTS = pa.schema([
     pa.field("kind", pa.string()),
     pa.field("at", pa.timestamp("us")),
 ])
+KEPT_ORDERS = 3  # orders 1..3 are never deleted: the README's first lookup asks for them
 CUSTOMERS = ["ada", "grace", "linus", "margaret", "dennis", "barbara", "ken", "frances"]
 STATUSES = ["placed", "paid", "packed", "shipped", "delivered"]
 
@@ -96,18 +97,21 @@ class DemoWriter:
         for oid in r.sample(sorted(self._open), k=min(len(self._open), r.randint(1, 3))):
             if any(o["order_id"] == oid for o in orders):
                 continue
-            self._open[oid] += 1
-            if self._open[oid] >= len(STATUSES) or r.random() < 0.08:
+            step = self._open[oid] + 1
+            if oid > KEPT_ORDERS and (step >= len(STATUSES) or r.random() < 0.08):  # archived, or cancelled
                 orders.append({"order_id": oid, "customer": None, "status": None, "amount": None,
                                "updated_at": now, "op": "-D"})
                 events.append(("deleted", oid))
                 del self._open[oid]
+                continue
+            if oid <= KEPT_ORDERS and step >= len(STATUSES) - 1:
+                del self._open[oid]  # delivered, and kept as it is
             else:
-                status = STATUSES[self._open[oid]]
-                orders.append({"order_id": oid, "customer": r.choice(CUSTOMERS), "status": status,
-                               "amount": decimal.Decimal(r.randint(500, 50000)) / 100, "updated_at": now,
-                               "op": "+U"})
-                events.append((status, oid))
+                self._open[oid] = step
+            status = STATUSES[step]
+            orders.append({"order_id": oid, "customer": r.choice(CUSTOMERS), "status": status,
+                           "amount": decimal.Decimal(r.randint(500, 50000)) / 100, "updated_at": now, "op": "+U"})
+            events.append((status, oid))
         rows = []
         for kind, oid in events:
             rows.append({"event_id": self._next_event, "order_id": oid, "kind": kind, "at": now})

@@ -49,12 +49,14 @@ async def tail(follower: Union[Follower, MultiFollower], renderer: Renderer, max
     reported: Dict[str, List[int]] = {}
     ticker = None
     if status is not None:
-        from .output.live_table import status_line  # imports rich: ~80 ms, only when a status line is asked for
+        from .output.status import StatusLine
+
+        line = StatusLine(follower.stats)
 
         async def tick() -> None:
             while True:
                 await asyncio.sleep(status_interval)
-                print(status_line(follower.stats), file=status, flush=True)
+                print(line(), file=status, flush=True)
 
         ticker = asyncio.create_task(tick())
     start = getattr(renderer, "start", None)  # the live table shows its footer before the first row

@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -84,9 +85,11 @@ def test_head_closes_pipe_quietly(log):
 
 def test_ctrl_c_exits_130_and_keeps_position(log):
     p = start_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "--consumer-id", "me"])
-    time.sleep(3)
+    printed = b"".join(p.stdout.readline() for _ in range(20))  # every row (a fixed 3 s was short at load 15)
+    time.sleep(1)  # then waiting for a commit, its position written
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=20)
+    out = printed + out
     assert p.returncode == 130, err
     assert b"Traceback" not in err
     assert len(out.splitlines()) == 20
@@ -330,3 +333,98 @@ def test_demo_stays_healthy(tmp_path):
     for _ in range(5):
         writer.step()
     assert orders.snapshot_manager().get_latest_snapshot().commit_kind == "OVERWRITE"
+
+
+def test_where_reads_bare_words_as_columns_and_double_equals_as_equals(log):
+    """SQL's reading: a bare word is a column (never silently the string of that name, which matched no row and
+    exited 0); '==' is '='; one line, naming the columns, for what cannot be."""
+    def where(text):
+        return run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-e", "--where", text])
+
+    single, double = where("n = 2"), where("n == 2")
+    assert double.returncode == 0 and double.stdout == single.stdout and len(single.stdout.splitlines()) == 4
+    assert where("writer == 'w' AND n==1").stdout.count(b"\n") == 4
+    for text, message in (
+            ("writer = w", "unknown column w (a bare word is a column, as in SQL: for the string, quote it: 'w'; "
+                           "columns are id, writer, n)"),
+            ("n = id", "id is a column, and a filter compares a column with a value"),
+            ("nn > 1", "unknown column nn (did you mean n? columns are id, writer, n)"),
+            ("writer IN ('w', x)", "unknown column x"),
+            ("NOT n = 1", "a condition is COLUMN OPERATOR VALUE, not NOT")):
+        out = where(text)
+        err = out.stderr.decode()
+        assert out.returncode == 2 and err.count("\n") == 1 and message in err, (text, err)
+        assert out.stdout == b""
+
+
+def test_did_you_mean_for_a_command_and_a_table(log):
+    command = run_cli(["folow", "db.log", "-w", log.path])
+    assert command.returncode == 2
+    assert command.stderr.decode().startswith("paimon-tail: No such command 'folow'. Did you mean 'follow'? (see:")
+    assert command.stderr.decode().count("\n") == 1
+    for args in (["follow", "db.lgo"], ["lookup", "db.lgo", "1"], ["consumers", "db.lgo"]):
+        out = run_cli([*args, "-w", log.path])
+        assert out.returncode == 1 and out.stderr.decode() == \
+            "paimon-tail: table db.lgo does not exist (did you mean db.log?)\n", (args, out.stderr)
+    database = run_cli(["follow", "dv.log", "-w", log.path])
+    assert database.stderr.decode() == "paimon-tail: database dv does not exist (did you mean db?)\n"
+    far = run_cli(["follow", "db.zzzzzz", "-w", log.path])
+    assert far.stderr.decode() == "paimon-tail: table db.zzzzzz does not exist\n"
+
+
+def test_every_option_has_help():
+    """--help says what each option does (--max-batch-keys and --max-message-mb said nothing)."""
+    from paimon_tail.cli import COMMANDS, cli
+
+    ctx = cli.make_context("paimon-tail", ["--help"], resilient_parsing=True)
+    commands = [cli.get_command(ctx, name) for name in COMMANDS]
+    commands += list(cli.get_command(ctx, "service").commands.values())
+    for command in commands:
+        for param in command.params:
+            if isinstance(param, __import__("click").Option) and not param.hidden:
+                assert param.help, f"{command.name} {param.opts[0]} has no help text"
+    serve = run_cli(["serve", "--help"]).stdout.decode()
+    assert "Most keys one lookup request may carry" in serve and "Largest gRPC message" in serve
+
+
+def test_stats_line_on_an_idle_table(wh):
+    """--stats: never 'snapshot None'; 'snapshot - (waiting for N)' before the first commit of --from latest;
+    'idle: no commit for N s' and the recent rate (0/s, not the average since the start) when nothing commits."""
+    import threading
+
+    wh.create("log")
+    for c in range(2):
+        wh.commit("log", append_rows(c, 10))
+
+    def until(args, pattern):
+        """The status lines of a follow, until one matches ``pattern`` (then Ctrl-C), and its stdout."""
+        p = start_cli(["follow", "db.log", "-w", wh.path, *args, "--stats"])
+        lines, seen = [], threading.Event()
+
+        def read():
+            for raw in p.stderr:
+                line = raw.decode().rstrip("\n")
+                if line:
+                    lines.append(line)
+                if re.search(pattern, line):
+                    seen.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        found = seen.wait(120)
+        p.send_signal(signal.SIGINT)
+        out = p.stdout.read()
+        p.wait(30)
+        reader.join(10)
+        assert found, lines
+        return lines, out
+
+    lines, out = until(["--from", "earliest"], r"rows 20 \(0/s\) idle: no commit for \d+ s$")
+    assert len(out.splitlines()) == 20 and not any("None" in line for line in lines), lines
+    zero = re.search(r"\] snapshot 2 latest 2 lag 0 \(0\.0s\) rows 20 \(0/s\) idle: no commit for (\d+) s$", lines[-1])
+    # 0/s some 10 s after the rows came; an average since the start would take 40 s to round 20 rows down to 0/s
+    assert zero and int(zero.group(1)) < 35, lines
+    lines, out = until(["--from", "latest"], r"idle: no commit for \d+ s$")
+    assert out == b"" and not any("None" in line for line in lines), lines
+    assert all(re.search(r"\] snapshot - \(waiting for 3\) latest 2 lag 0 \(0\.0s\) rows 0 \(0/s\) ", line)
+               for line in lines), lines

@@ -45,6 +45,19 @@ class LazyGroup(click.Group):
         module, attr = spec
         return getattr(importlib.import_module(module, __name__), attr)
 
+    def resolve_command(self, ctx: click.Context, args: List[str]):
+        """A mistyped command gets the nearest one: "No such command 'folow'. Did you mean 'follow'?"."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError:
+            import difflib
+
+            name = args[0] if args else ""
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if not close or name.startswith("-"):
+                raise
+            raise click.UsageError(f"No such command {name!r}. Did you mean {close[0]!r}?", ctx) from None
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="paimon-tail")
@@ -55,6 +68,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     \b
     Exit codes: 0 ok, 1 runtime error (or a lookup key not found), 2 bad usage, 130 interrupted.
+    Shell completion (bash; zsh and fish alike, see README):
+      eval "$(_PAIMON_TAIL_COMPLETE=bash_source paimon-tail)"
     """
     ctx.ensure_object(dict)["debug"] = debug
 

@@ -31,6 +31,24 @@ def catalog_options(f: Callable) -> Callable:
     return wrapper
 
 
+def complete_tables(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion of DB.TABLE: the tables of a local warehouse (-w or PAIMON_WAREHOUSE), read from its
+    directories (``<db>.db/<table>/schema``) without opening a catalog; nothing for other catalogs."""
+    import glob
+
+    warehouse = ctx.params.get("warehouse") or os.environ.get("PAIMON_WAREHOUSE") or ""
+    if warehouse.startswith("file://"):
+        warehouse = warehouse[len("file://"):]
+    if not warehouse or "://" in warehouse:
+        return []
+    names = []
+    for schema in glob.glob(os.path.join(glob.escape(warehouse), "*.db", "*", "schema")):
+        table_dir = os.path.dirname(schema)
+        db = os.path.basename(os.path.dirname(table_dir))[:-len(".db")]
+        names.append(f"{db}.{os.path.basename(table_dir)}")
+    return sorted(n for n in names if n.startswith(incomplete))
+
+
 def security_options(f: Callable) -> Callable:
     """--tls-ca / --tls-cert / --tls-key / --token-file, for the commands that talk to the query service."""
     f = click.option("--tls-ca", type=click.Path(dir_okay=False), help="CA certificate: the server requires client "
@@ -165,4 +183,5 @@ def error_boundary(main: Callable[[], Any], debug: Callable[[], bool]) -> int:
         return EXIT_RUNTIME
 
 
-__all__ = ["CatalogConfig", "catalog_options", "error_boundary", "run", "security_from_options", "security_options"]
+__all__ = ["CatalogConfig", "catalog_options", "complete_tables", "error_boundary", "run", "security_from_options",
+           "security_options"]

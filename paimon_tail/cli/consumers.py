@@ -9,11 +9,11 @@ import click
 
 from ..catalog import CatalogConfig
 from ..errors import PaimonTailError, UsageError
-from .common import catalog_options
+from .common import catalog_options, complete_tables
 
 
 @click.command("consumers")
-@click.argument("table")
+@click.argument("table", shell_complete=complete_tables)
 @catalog_options
 @click.option("--reset", "reset_id", metavar="ID", help="Set consumer ID's position (with --to).")
 @click.option("--to", "to_snapshot", type=click.IntRange(min=1), metavar="N", help="Next snapshot for --reset.")
@@ -49,9 +49,13 @@ def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str
             click.echo(json.dumps(row))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    t = Table("consumer", "next snapshot", "snapshots behind", title=f"{table} (latest {latest.id if latest else '-'})")
-    for row in rows:
-        t.add_row(row["consumer"], str(row["next_snapshot"]), str(row["behind"]))
-    Console().print(t if rows else "no consumers")
+    from ..output.terminal_tables import report
+
+    console = Console()
+    if not rows:
+        console.print(f"no consumers of {table}")
+        return
+    console.print(report(("consumer", "next snapshot", "snapshots behind"),
+                         [[row["consumer"], str(row["next_snapshot"]), str(row["behind"])] for row in rows], console,
+                         title=f"{table} (latest {latest.id if latest else '-'})"))

@@ -7,6 +7,7 @@ from typing import Optional
 
 import click
 
+from ..errors import UsageError
 from .common import run
 
 DEFAULT_DIR = "paimon-tail-demo"
@@ -27,12 +28,16 @@ def invocation() -> str:
     return shlex.quote(os.path.relpath(script) if not os.path.relpath(script).startswith("..") else script)
 
 
-def next_steps(warehouse: str) -> str:
+def next_steps(warehouse: str, writer: Optional[int]) -> str:
     import shlex
 
     w, p = shlex.quote(warehouse), invocation()
+    running = (f"The demo writer keeps committing in the background (pid {writer}) until:\n"
+               f"  {p} demo --stop -w {w}\n"
+               f"(and {p} demo --no-follow -w {w} starts it again without following)\n") if writer is not None else ""
     return (
-        "\nTry next against this warehouse:\n"
+        f"\n{running}"
+        "Try next against this warehouse:\n"
         f"  {p} follow shop.orders -w {w} --from earliest --row-kind\n"
         f"  {p} follow shop.events -w {w} -e --from earliest | jq -c 'select(.kind==\"shipped\")'\n"
         f"  {p} follow shop.orders -w {w} --consumer-id me --nl | head -5\n"
@@ -92,27 +97,43 @@ async def _show(warehouse: str, duration: Optional[float], interactive: bool) ->
 @click.command("demo")
 @click.option("--warehouse", "-w", default=DEFAULT_DIR, show_default=True, metavar="DIR",
               help="Where to create the demo warehouse (reused if it exists).")
-@click.option("--duration", type=click.FloatRange(min=0), help="Stop after this many seconds (default: Ctrl-C).")
-@click.option("--interval", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
-              help="Seconds between commits of the background writer.")
-@click.option("--no-follow", is_flag=True, help="Only write; follow it yourself from another terminal.")
-def demo_command(warehouse: str, duration: Optional[float], interval: float, no_follow: bool) -> None:
-    """Create a local warehouse with live data (orders with updates and deletes, events) and follow it."""
-    import asyncio
+@click.option("--duration", type=click.FloatRange(min=0), help="Stop following after this many seconds "
+              "(default: Ctrl-C). The writer goes on.")
+@click.option("--interval", type=click.FloatRange(min=0.01), default=None,
+              help="Seconds between commits of the background writer [default: 1; a running writer keeps its own].")
+@click.option("--no-follow", is_flag=True, help="Start the writer (or find it running) and return: follow the "
+              "tables yourself.")
+@click.option("--stop", "stop_writer", is_flag=True, help="Stop the background writer of this warehouse.")
+def demo_command(warehouse: str, duration: Optional[float], interval: Optional[float], no_follow: bool,
+                 stop_writer: bool) -> None:
+    """Create a local warehouse with live data (orders with updates and deletes, events) and follow it.
 
-    from ..demo import DemoWriter
+    The writer runs in the background: Ctrl-C stops following, not writing, so the other commands have live
+    tables to work on. A second demo reuses the running writer; demo --stop stops it."""
+    from .. import demo_daemon
 
     warehouse = os.path.abspath(warehouse)
-    writer = DemoWriter(warehouse, interval=interval)
-    click.echo(f"demo warehouse: {warehouse} (tables shop.orders, shop.events; a commit every {interval:g}s)",
-               err=True)
-    writer.step()  # so there is something to show at once
-    writer.start()
+    if stop_writer:
+        if duration is not None or interval is not None or no_follow:
+            raise UsageError("--stop goes alone (with --warehouse)")
+        stopped = demo_daemon.stop(warehouse)
+        click.echo(f"stopped the demo writer of {warehouse} (pid {stopped.pid})" if stopped is not None
+                   else f"no demo writer is running for {warehouse}", err=True)
+        return
+    if no_follow and duration is not None:
+        raise UsageError("--duration is how long to follow: it does not go with --no-follow")
+    info = demo_daemon.running(warehouse)
+    if info is None:
+        info = demo_daemon.start(warehouse, interval if interval is not None else 1.0)
+        click.echo(f"demo warehouse: {warehouse} (tables shop.orders, shop.events); started a writer in the "
+                   f"background (pid {info.pid}): a commit every {info.interval:g}s", err=True)
+    else:
+        ignored = "" if interval is None or interval == info.interval else \
+            f"; --interval {interval:g} ignored: stop it first to change it"
+        click.echo(f"demo warehouse: {warehouse} (tables shop.orders, shop.events); its writer is already running "
+                   f"(pid {info.pid}, a commit every {info.interval:g}s){ignored}", err=True)
     try:
-        if no_follow:
-            run(asyncio.sleep(duration if duration is not None else 10**9))
-        else:
+        if not no_follow:
             run(_show(warehouse, duration, sys.stdout.isatty()))
     finally:
-        writer.stop()
-        click.echo(next_steps(warehouse), err=True)
+        click.echo(next_steps(warehouse, info.pid), err=True)

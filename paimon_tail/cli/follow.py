@@ -9,8 +9,8 @@ import click
 
 from ..catalog import CatalogConfig
 from ..errors import UsageError
-from ..output.formats import CDC_FORMATS, FORMATS
-from .common import catalog_options, run
+from ..output.formats import CDC_FORMATS, FORMATS, refuse_binary_terminal
+from .common import catalog_options, complete_tables, run
 
 
 def parse_columns(text: Optional[str]) -> Optional[list]:
@@ -62,8 +62,11 @@ def parse_key_delimiter(text: Optional[str]) -> Optional[str]:
 def format_option(f):
     f = click.option("--format", "-f", "fmt", default="auto", show_default=True,
                      type=click.Choice(FORMATS),
-                     help="auto = live table on a terminal, JSON lines when piped; debezium, canal, maxwell: "
-                     "change events.")(f)
+                     help="auto = live table on a terminal (every row, scrolling, when the follow has an end: "
+                     "-e, --until, -n), JSON lines when piped; arrow: an Arrow IPC stream (not to a terminal); "
+                     "debezium, canal, maxwell: change events.")(f)
+    f = click.option("--force-binary", is_flag=True,
+                     help="Write a binary format (-f arrow) even when stdout is a terminal.")(f)
     for flag, value, help_ in (("--nl", "jsonl", "JSON lines (like sqlite-utils --nl)."),
                                ("--csv", "csv", "CSV with a header."), ("--tsv", "tsv", "Tab-separated."),
                                ("--table", "table", "The live table, even when piped.")):
@@ -72,7 +75,7 @@ def format_option(f):
 
 
 @click.command("follow")
-@click.argument("tables", nargs=-1, required=True, metavar="TABLE...")
+@click.argument("tables", nargs=-1, required=True, metavar="TABLE...", shell_complete=complete_tables)
 @catalog_options
 @click.option("--from", "start", default="latest-full", show_default=True, metavar="POSITION",
               help="latest-full | latest | earliest | snapshot:N | snapshot-full:N | timestamp:T | -1h")
@@ -82,7 +85,8 @@ def format_option(f):
 @format_option
 @click.option("--select", "-s", metavar="COLS", help="Columns to output, comma-separated (pushed down).")
 @click.option("--where", metavar="EXPR", multiple=True,
-              help="Filter, e.g. \"amount > 100 AND status = 'open'\" (pushed down; repeated: all must hold).")
+              help="Filter, e.g. \"amount > 100 AND status = 'open'\": strings in single quotes, a bare word is a "
+              "column (pushed down; repeated: all must hold).")
 @click.option("--row-kind", is_flag=True, help="Add _row_kind (+I/-U/+U/-D).")
 @click.option("--meta", is_flag=True, help="Add _snapshot_id, _commit_time, _bucket, _partition.")
 @click.option("--consumer-id", metavar="ID", help="Keep progress in Paimon's consumer file; resume on restart.")
@@ -105,8 +109,8 @@ def format_option(f):
 @click.option("--key-delimiter", "-K", metavar="DELIM",
               help="Change-event formats: print KEY<DELIM>EVENT per line, the primary key as JSON (kcat -K).")
 def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Optional[str], exit_at_end: bool,
-                   max_rows: Optional[int], fmt: str, select: Optional[str], where: tuple, row_kind: bool,
-                   meta: bool, consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
+                   max_rows: Optional[int], fmt: str, force_binary: bool, select: Optional[str], where: tuple,
+                   row_kind: bool, meta: bool, consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
                    catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int,
                    poll_interval: Optional[float], storage_timeout: Optional[float],
                    key_delimiter: Optional[str]) -> None:
@@ -131,11 +135,13 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
         read_workers=read_threads, poll_interval=poll_interval, storage_timeout=storage_timeout,
     ).normalized()  # bad positions fail before the catalog is touched
     fmt = choose_format(fmt, sys.stdout)
+    refuse_binary_terminal(fmt, sys.stdout, force_binary)
     delimiter = parse_key_delimiter(key_delimiter)
     follower = follower_for(catalog, tables, options,
                             on_event=lambda message: click.echo(f"paimon-tail: {message}", err=True))
     many = isinstance(follower, MultiFollower)
-    view = dict(stats=follower.stats, title=", ".join(tables)) if fmt == "table" else {}
+    bounded = exit_at_end or until is not None or max_rows is not None
+    view = dict(stats=follower.stats, title=", ".join(tables), bounded=bounded) if fmt == "table" else {}
     renderer = make_renderer(fmt, many_tables=many, key_delimiter=delimiter, **view)
     if max_rows == 0:
         renderer.close()

@@ -13,7 +13,7 @@ from typing import Any, BinaryIO, List
 import click
 
 from ..errors import UsageError
-from .common import catalog_options, run, security_from_options, security_options
+from .common import catalog_options, complete_tables, run, security_from_options, security_options
 from .missing import MissingKeys, missing_option
 
 ARROW_STREAM_START = b"\xff\xff\xff\xff"  # an Arrow IPC stream's first message starts with this continuation marker
@@ -39,7 +39,7 @@ def key_tables(parser, stream: BinaryIO, source: str, keys_format: str):
 
 
 @click.command("lookup")
-@click.argument("table", metavar="DB.TABLE")
+@click.argument("table", metavar="DB.TABLE", shell_complete=complete_tables)
 @click.argument("keys", nargs=-1, metavar="KEY ...")
 @catalog_options
 @click.option("--keys-from", metavar="FILE|-", help="Read keys from a file or stdin: JSON lines (objects with the "
@@ -49,20 +49,24 @@ def key_tables(parser, stream: BinaryIO, source: str, keys_format: str):
 @click.option("--select", metavar="COL,COL", help="Columns to print (default: all).")
 @click.option("--format", "-f", "fmt", default="auto", show_default=True,
               type=click.Choice(["auto", "jsonl", "table", "csv", "tsv", "arrow"]),
-              help="auto = table on a terminal, JSON lines otherwise.")
+              help="auto = table on a terminal, JSON lines otherwise; arrow: an Arrow IPC stream (not to a terminal).")
+@click.option("--force-binary", is_flag=True, help="Write -f arrow even when stdout is a terminal.")
 @missing_option
 @click.option("--min-snapshot", type=click.IntRange(1), default=None,
               help="Wait until the owning executors serve at least this snapshot (bounded by --timeout).")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
               help="Seconds for the whole lookup, retries included (per chunk of --keys-from).")
 @security_options
-def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, missing, min_snapshot, timeout, token_file,
-           tls_cert, tls_key, tls_ca) -> None:
+def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, force_binary, missing, min_snapshot, timeout,
+           token_file, tls_cert, tls_key, tls_ca) -> None:
     """Look up the latest rows for KEYs: 42, or id=42,dt=2026-11-01 for composite keys.
 
     A key not found: exit 1 with a count on stderr (--missing error), or exit 0 (--missing skip|null)."""
     if not keys and not keys_from:
         raise UsageError("no keys given", hint="pass KEY arguments or --keys-from FILE|-")
+    from ..output.formats import refuse_binary_terminal
+
+    refuse_binary_terminal(fmt, sys.stdout, force_binary)
     columns = [c.strip() for c in select.split(",") if c.strip()] if select else None
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     started = time.monotonic()
@@ -234,16 +238,12 @@ def _print_table(tables: List[Any]) -> None:
 
 def _print_rows(names: List[str], rows: List[List[Any]]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     from ..output.plain import text
+    from ..output.terminal_tables import report
 
-    t = Table(show_edge=False, header_style="bold")
-    for name in names:
-        t.add_column(name)
-    for row in rows:
-        t.add_row(*[text(v) for v in row])
-    Console().print(t)
+    console = Console()
+    console.print(report(names, [[text(v) for v in row] for row in rows], console))
 
 
 __all__ = ["RowsOutput", "key_tables", "lookup"]

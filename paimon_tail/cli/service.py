@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 
 from ..errors import UsageError
-from .common import catalog_options, run, security_from_options, security_options, store_options
+from .common import (catalog_options, complete_tables, run, security_from_options, security_options,
+                     store_options)
 
 
 # ------------------------------------------------------------------------------------------------------ serve
@@ -30,8 +31,12 @@ from .common import catalog_options, run, security_from_options, security_option
 @click.option("--poll-interval", type=click.FloatRange(min=0.001), metavar="SECONDS",
               help="Idle polling of each table: one request a poll on object stores [default: 0.3 there; "
               "inotify locally].")
-@click.option("--max-batch-keys", type=click.IntRange(1, 10_000_000), default=100_000, show_default=True)
-@click.option("--max-message-mb", type=click.IntRange(1, 2047), default=64, show_default=True)
+@click.option("--max-batch-keys", type=click.IntRange(1, 10_000_000), default=100_000, show_default=True,
+              help="Most keys one lookup request may carry; a bigger batch is refused (INVALID_ARGUMENT). Clients "
+              "split --keys-from into requests below it.")
+@click.option("--max-message-mb", type=click.IntRange(1, 2047), default=64, show_default=True,
+              help="Largest gRPC message, in MiB, the servers accept and send (a request's keys, an answer's "
+              "rows); beyond it, RESOURCE_EXHAUSTED.")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
               help="Serve Prometheus metrics (text format) on http://HOST:PORT/metrics, the coordinator's and every "
               "executor's (0 = any free port).")
@@ -243,11 +248,12 @@ def service() -> None:
 
 
 @service.command("status")
-@click.argument("table", metavar="DB.TABLE")
+@click.argument("table", metavar="DB.TABLE", shell_complete=complete_tables)
 @catalog_options
 @click.option("--json", "as_json", is_flag=True,
               help="Print the status as one JSON object (piped, the default is a JSON line per executor).")
-@click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True)
+@click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+              help="Seconds to wait for the service's answer.")
 @security_options
 def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s.
@@ -303,7 +309,8 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
             click.echo(json.dumps(row))
         return
     from rich.console import Console
-    from rich.table import Table
+
+    from ..output.terminal_tables import report
 
     console = Console()
     console.print(f"[bold]{table}[/] served by {st.address} (paimon-tail {st.version}), "
@@ -314,19 +321,17 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
 
         outage = Outage(st.storage_error_since_ms / 1000, st.storage_error, 0)
         console.print(f"[bold red]{outage.describe()}[/] (retrying; lookups answer at the snapshots below)")
-    t = Table(show_edge=False, header_style="bold")
-    for col in ("executor", "address", "host", "alive", "snapshot", "schema", "lag", "channels", "buckets", "keys",
-                "loaded", "disk", "memory", "req/s", "keys/s", "restarts"):
-        t.add_column(col)
+    rows = []
     for e in data["executor"]:
         lag = "-" if e["lag_snapshots"] is None else f"{e['lag_snapshots']} ({e['lag_seconds']}s)"
         index = f"{e['index']} (joined)" if e["joined"] else str(e["index"])
         loaded = f"{e['files_loaded']}/{e['files']}" if e["files"] else "-"
-        t.add_row(index, e["address"] or "-", e["host"] or "-", "yes" if e["alive"] else "NO", str(e["snapshot"]),
-                  str(e["schema_id"]), lag, str(len(e["channels"])), str(e["buckets"]), str(e["keys"]), loaded,
-                  _size(e["disk_bytes"]), _size(e["memory_bytes"]), str(e["requests_per_second"]),
-                  str(e["keys_per_second"]), str(e["restarts"]))
-    console.print(t)
+        rows.append([index, e["address"] or "-", e["host"] or "-", "yes" if e["alive"] else "NO", str(e["snapshot"]),
+                     str(e["schema_id"]), lag, str(len(e["channels"])), str(e["buckets"]), str(e["keys"]), loaded,
+                     _size(e["disk_bytes"]), _size(e["memory_bytes"]), str(e["requests_per_second"]),
+                     str(e["keys_per_second"]), str(e["restarts"])])
+    console.print(report(("executor", "address", "host", "alive", "snapshot", "schema", "lag", "channels", "buckets",
+                          "keys", "loaded", "disk", "memory", "req/s", "keys/s", "restarts"), rows, console))
 
 
 def _size(n: int) -> str:

@@ -5,6 +5,7 @@ from ..errors import UsageError
 
 CDC_FORMATS = ("debezium", "canal", "maxwell")  # change events (output/cdc.py)
 FORMATS = ("auto", "jsonl", "table", "csv", "tsv", "arrow", *CDC_FORMATS)
+BINARY_FORMATS = ("arrow",)  # bytes a terminal would show as garbage (and may act on)
 
 
 def choose_format(fmt: str, stream) -> str:
@@ -16,4 +17,13 @@ def choose_format(fmt: str, stream) -> str:
     return "table" if isatty is not None and isatty() else "jsonl"
 
 
-__all__ = ["CDC_FORMATS", "FORMATS", "choose_format"]
+def refuse_binary_terminal(fmt: str, stream, forced: bool = False) -> None:
+    """A binary format is not written to a terminal unless asked for with ``--force-binary`` (as curl refuses
+    "Binary output can mess up your terminal", and gzip "compressed data not written to a terminal")."""
+    isatty = getattr(stream, "isatty", None)
+    if fmt in BINARY_FORMATS and not forced and isatty is not None and isatty():
+        raise UsageError(f"-f {fmt} is binary and stdout is a terminal",
+                         hint="redirect or pipe it, or add --force-binary")
+
+
+__all__ = ["BINARY_FORMATS", "CDC_FORMATS", "FORMATS", "choose_format", "refuse_binary_terminal"]

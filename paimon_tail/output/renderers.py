@@ -165,6 +165,8 @@ def make_renderer(fmt: str, stream: Optional[BinaryIO] = None, *, many_tables: b
     """A renderer for ``fmt`` (after ``choose_format``) writing to ``stream`` (default: stdout's bytes).
 
     ``many_tables``: rows of several tables interleave (``_table`` column; the live view gets a section per table).
+    ``bounded`` (the table format): the follow has an end (``-e``, ``--until``, ``-n``), so every row is printed
+    rather than a live window of the newest.
     ``key_delimiter``: change-event formats only, each line is ``KEY<delimiter>EVENT`` (kcat -K).
     """
     stream = stream if stream is not None else sys.stdout.buffer
@@ -183,8 +185,10 @@ def make_renderer(fmt: str, stream: Optional[BinaryIO] = None, *, many_tables: b
 
         return change_renderer(fmt, stream, key_delimiter)
     if fmt == "table":
-        from .live_table import LiveTableRenderer, MultiLiveTableRenderer
+        from .live_table import LiveTableRenderer, MultiLiveTableRenderer, ScrollingTableRenderer
 
+        if table_options.pop("bounded", False):  # a follow with an end: every row, scrolling
+            return ScrollingTableRenderer(many_tables=many_tables, **table_options)
         return MultiLiveTableRenderer(**table_options) if many_tables else LiveTableRenderer(**table_options)
     raise UsageError(f"unknown format {fmt!r}")
 

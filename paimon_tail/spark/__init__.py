@@ -14,7 +14,8 @@ from __future__ import annotations
 import warnings
 from typing import Tuple
 
-_NEED = "the Spark data source needs PySpark 4: pip install 'paimon-tail[spark]'"
+_NEED = ("the Spark data source needs PySpark 4: pip install 'paimon-tail[spark]' (from a clone: "
+         "pip install -e '.[spark]')")
 
 NAME = "paimon_tail"  # always ours
 SHARED_NAME = "paimon"  # the paimon-spark connector's name, taken when it is free

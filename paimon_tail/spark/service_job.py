@@ -168,7 +168,8 @@ class SparkExecutors(ExecutorLauncher):
         try:
             from pyspark.sql import SparkSession
         except ImportError as e:
-            raise UsageError(f"--spark needs PySpark ({e})", hint="pip install 'paimon-tail[spark]'") from None
+            raise UsageError(f"--spark needs PySpark ({e})",
+                             hint="pip install 'paimon-tail[spark]', from a clone: pip install -e '.[spark]'") from None
         from ..service.protocol.security import is_loopback
 
         conf = dict(self.conf)

@@ -2,6 +2,7 @@
 
     python -m benchmarks soak --minutes 30               # the issue's scenario (docs/performance.md)
     python -m benchmarks soak --minutes 1.5 --size tiny  # CI: the same at low rates, so it keeps working
+    python -m benchmarks soak --minutes 20 --product ../main  # the same against another tree (before/after)
 
 A writer (the demo's: inserts, updates and deletes on ``shop.orders``, a primary-key table, and appends to
 ``shop.events``; a compaction every 60 rounds; the newest 300 snapshots kept, expired with their files) commits
@@ -20,7 +21,6 @@ its --local-dir or the process table. A failed check fails the run (exit 1), a m
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -34,6 +34,8 @@ import time
 from typing import Callable, Dict, List, Optional
 
 from .common import Row, child_env, paimon_tail_cmd
+
+WRITER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "soak_writer.py")  # a script: the product's demo
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,30 +172,6 @@ class Lines:
             self._on_row(row)
 
 
-# -- the writer (its own process: ``python -m benchmarks.soak writer``) -----------------------------------------
-def writer_main(argv: List[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.soak writer")
-    ap.add_argument("warehouse")
-    ap.add_argument("--interval", type=float, default=0.5)
-    ap.add_argument("--compact-every", type=int, default=60)
-    ap.add_argument("--retain", type=int, default=300)
-    args = ap.parse_args(argv)
-    from paimon_tail import compat
-    from paimon_tail.demo import DemoWriter
-
-    compat.install()  # as in `paimon-tail demo`, whose followers install the shims in the writer's process
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    writer = DemoWriter(args.warehouse, interval=args.interval, seed=23, compact_every=args.compact_every,
-                        retain=args.retain)
-    print("ready", flush=True)
-    while not stop.is_set():
-        writer.step()
-        print(f"round {writer.commits}", flush=True)
-        stop.wait(args.interval)
-    return 0
-
-
 # -- the scenario ---------------------------------------------------------------------------------------------
 class Soak:
     def __init__(self, minutes: float, rates: Rates, log: Callable[[str], None], warmup_minutes: Optional[float]):
@@ -227,7 +205,7 @@ class Soak:
 
     def start(self) -> None:
         r = self.rates
-        writer = self._spawn("writer", [sys.executable, "-m", "benchmarks.soak", "writer", self.wh, "--interval",
+        writer = self._spawn("writer", [sys.executable, WRITER, self.wh, "--interval",
                                         str(r.interval), "--compact-every", str(r.compact_every), "--retain",
                                         str(r.retain)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if writer.stdout.readline().strip() != "ready":
@@ -557,7 +535,3 @@ def print_report(summaries: List[dict], disk: dict, checks: dict, load: float, w
         print("FAILED: " + "; ".join(checks["failed"]))
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["writer"]:
-        sys.exit(writer_main(sys.argv[2:]))
-    sys.exit("usage: python -m benchmarks soak --minutes N [--size tiny]")

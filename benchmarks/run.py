@@ -94,7 +94,11 @@ def main(argv=None) -> int:
     for name in names:
         log(f"[{name}]")
         if name == "soak":
-            rows, det = soak.run(args.minutes, size.name == "tiny", log, args.warmup)
+            try:
+                rows, det = soak.run(args.minutes, size.name == "tiny", log, args.warmup)
+            except soak.CheckFailed as e:  # (its report is printed): a failed check fails the run
+                log(f"soak FAILED: {e}")
+                return 1
         elif name == "latency":
             rows, det = latency.run(size, log)
         elif name == "catchup":

@@ -124,7 +124,7 @@ class Series:
     def add(self, t: float, pid: int, sample: dict) -> None:
         if not self.pids or self.pids[-1] != pid:
             self.pids.append(pid)
-        self.points.append((t, sample["anon_mib"], sample["threads"], sample["fds"]))
+        self.points.append((t, sample["anon_mib"], sample["threads"], sample["fds"], sample.get("cache_mib", 0.0)))
 
     def summary(self, warmup: float) -> dict:
         after = [p for p in self.points if p[0] >= warmup]
@@ -132,11 +132,11 @@ class Series:
             return {"name": self.name, "samples": 0}
         at_warmup = after[0] if after else self.points[-1]
 
-        def slope(i: int) -> Optional[float]:
+        def slope(i) -> Optional[float]:
             if len(after) < 3:
                 return None
             ts = [p[0] for p in after]
-            ys = [p[i] for p in after]
+            ys = [i(p) if callable(i) else p[i] for p in after]
             mt, my = sum(ts) / len(ts), sum(ys) / len(ys)
             den = sum((t - mt) ** 2 for t in ts)
             return sum((t - mt) * (y - my) for t, y in zip(ts, ys)) / den * 3600 if den else None
@@ -148,6 +148,9 @@ class Series:
             "plateau_mib": (max(p[1] for p in after) - at_warmup[1]) if after else None,
             "slope_mib_h": slope(1), "threads": (self.points[0][2], self.points[-1][2]),
             "threads_slope_h": slope(2), "fds": (self.points[0][3], self.points[-1][3]), "fds_slope_h": slope(3),
+            # an executor's memory cache (decompressed rows, bounded by --max-memory) as it reports it, and the
+            # slope of what is not that cache
+            "cache_end": self.points[-1][4], "slope_outside_cache_mib_h": slope(lambda p: p[1] - p[4]),
         }
 
 
@@ -196,6 +199,7 @@ class Soak:
         self._batch: Optional[tuple] = None  # (keys, result) of the latest batch, for the checker
         self._lock = threading.Lock()
         self._executor_names: Dict[int, str] = {}
+        self._status_client = None
 
     # -- start ------------------------------------------------------------------------------------------------
     def _spawn(self, name: str, cmd: List[str], **kw) -> subprocess.Popen:
@@ -332,9 +336,12 @@ class Soak:
                                                                       if p in self._executor_names})
                 self._executor_names[pid] = free[0] if free else f"executor {len(self._executor_names)}"
             pids[self._executor_names[pid]] = pid
+        caches = self._executor_caches()
         for name, pid in pids.items():
             sample = proc_sample(pid)
             if sample is not None:
+                if pid in caches:
+                    sample["cache_mib"] = caches[pid]
                 self.series.setdefault(name, Series(name)).add(t, pid, sample)
         self.disk.append((t, *dir_usage(self.wh)))
         self.loads.append(os.getloadavg()[0])
@@ -346,6 +353,17 @@ class Soak:
                 self.follower_lag[name] = max(self.follower_lag[name], latest + 1 - position["nextSnapshot"])
             except (OSError, ValueError, KeyError):
                 pass
+
+    def _executor_caches(self) -> Dict[int, float]:
+        """pid → MiB of decompressed rows in that executor's memory cache (``service status``)."""
+        try:
+            if self._status_client is None:
+                self._status_client = self._client()
+            status = self._status_client.status_sync()
+        except Exception as e:  # noqa: BLE001 - a missing figure, not a failed run
+            self.log(f"  (service status: {type(e).__name__}: {e})")
+            return {}
+        return {e.info.pid: e.memory_bytes / 2**20 for e in status.executors}
 
     def run(self) -> dict:
         self.start()
@@ -445,6 +463,8 @@ class Soak:
         return checks
 
     def close(self) -> None:
+        if self._status_client is not None:
+            self._status_client.close_sync()
         for p in self.procs.values():
             if p.poll() is None:
                 try:
@@ -480,9 +500,10 @@ def run(minutes: float, tiny: bool, log, warmup_minutes: Optional[float] = None)
         f"in {soak.dir}")
     try:
         checks = soak.run()
-        summaries = [s.summary(soak.warmup) for s in soak.series.values()]
+        series = dict(soak.series)
+        summaries = [s.summary(soak.warmup) for s in series.values()]
         disk = Series("warehouse")
-        disk.points = [(t, mib, files, files) for t, mib, files in soak.disk]
+        disk.points = [(t, mib, files, files, 0.0) for t, mib, files in soak.disk]
         disk_summary = disk.summary(soak.warmup)
     finally:
         soak.close()
@@ -500,6 +521,11 @@ def run(minutes: float, tiny: bool, log, warmup_minutes: Optional[float] = None)
                              + (f"; {s['restarts']} restart(s)" if s["restarts"] else "")))
         rows.append(Row("soak", f"{s['name']}: plateau above the warm-up", s["plateau_mib"] or 0.0, None, "", "MiB",
                         False, "<= 30 MiB", (s["plateau_mib"] or 0.0) <= 30 if judged else None))
+        if s["cache_end"]:
+            rows.append(Row("soak", f"{s['name']}: slope outside its --max-memory cache", s["slope_outside_cache_mib_h"]
+                            or 0.0, None, "", "MiB/h", False, "", None,
+                            note=f"the cache (decompressed rows of the served table) held {s['cache_end']:.1f} MiB "
+                                 "at the end"))
     rows.append(Row("soak", "warehouse size slope after warm-up", disk_summary["slope_mib_h"] or 0.0, None, "",
                     "MiB/h", False, "bounded (~0)", None,
                     note=f"{disk_summary['anon_warmup']:.1f} MiB / {_files_at(soak.disk, soak.warmup)} files at the "
@@ -507,6 +533,8 @@ def run(minutes: float, tiny: bool, log, warmup_minutes: Optional[float] = None)
                          f"files slope {disk_summary['threads_slope_h'] or 0:+.0f}/h"))
     load = sum(soak.loads) / len(soak.loads) if soak.loads else 0.0
     details = {"processes": summaries, "warehouse": disk_summary, "checks": checks, "load_average_mean": load,
+               "series": {name: {"pids": s.pids, "t_anon_threads_fds_cache": s.points} for name, s in series.items()},
+               "disk": soak.disk, "loads": soak.loads,
                "rates": dataclasses.asdict(soak.rates), "minutes": minutes, "warmup_minutes": soak.warmup / 60}
     print_report(summaries, disk_summary, checks, load, soak.warmup)
     if checks["failed"]:
@@ -519,14 +547,16 @@ def print_report(summaries: List[dict], disk: dict, checks: dict, load: float, w
         return "-" if v is None else format(v, spec)
 
     print(f"\nsoak: per process, anonymous RSS in MiB (warm-up {warmup / 60:g} min); load average {load:.1f} (mean)")
-    header = ("process", "start", "warm-up", "end", "max after", "slope/h", "plateau", "threads", "fds")
+    header = ("process", "start", "warm-up", "end", "max after", "slope/h", "plateau", "threads", "fds",
+              "cache", "ex-cache/h")
     print("  ".join(f"{h:>10}" if i else f"{h:<26}" for i, h in enumerate(header)))
     for s in summaries:
         if not s.get("samples"):
             continue
         cells = (s["name"], f(s["anon_start"]), f(s["anon_warmup"]), f(s["anon_end"]), f(s["anon_max_after"]),
                  f(s["slope_mib_h"], "+.1f"), f(s["plateau_mib"], "+.1f"), "{}->{}".format(*s["threads"]),
-                 "{}->{}".format(*s["fds"]))
+                 "{}->{}".format(*s["fds"]), f(s["cache_end"], ".1f") if s["cache_end"] else "-",
+                 f(s["slope_outside_cache_mib_h"], "+.1f") if s["cache_end"] else "-")
         print("  ".join(f"{c:>10}" if i else f"{c:<26}" for i, c in enumerate(cells)))
     print(f"warehouse: {f(disk.get('anon_warmup'), '.1f')} MiB at the warm-up, {f(disk.get('anon_end'), '.1f')} MiB / "
           f"{disk.get('threads', ('-', '-'))[1]} files at the end (slope {f(disk.get('slope_mib_h'), '+.1f')} MiB/h)")

@@ -11,6 +11,8 @@
     python -m benchmarks lookup|spark [-- extra args]   # colleagues' scripts (benchmarks/lookup.py, spark_bench.py)
     python -m benchmarks store [--size tiny|5m|20m]      # the query service at production size (benchmarks/store.py)
     python -m benchmarks concurrency [-- --clients 8]     # 8 concurrent clients: the service vs a grpc.aio echo
+    python -m benchmarks soak --minutes 30 [--size tiny]  # memory, threads, fds and disk of every process over a
+                                                          # long run, with its correctness checks (benchmarks/soak.py)
 
 Figures are ratios to a baseline measured in the same run; results go to benchmarks/results/<name>-<size>-*.json
 and a table is printed. Exits non-zero only when a benchmark fails to run (missing or wrong rows), not when a
@@ -29,12 +31,12 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks import (catchup, cli_lookup, latency, memory, multi, objectstore, stall, startup,  # noqa: E402
-                        terminal)
+from benchmarks import (catchup, cli_lookup, latency, memory, multi, objectstore, soak, stall,  # noqa: E402
+                        startup, terminal)
 from benchmarks.common import ROOT, SIZES, machine, print_table, save  # noqa: E402
 
 BENCHES = ("latency", "catchup", "stall", "memory", "objectstore", "multi")
-SEPARATE = ("startup", "cli-lookup", "terminal")  # not in `all`: the first two start a query service of their own
+SEPARATE = ("startup", "cli-lookup", "terminal", "soak")  # not in `all`: most start a query service of their own
 
 
 def log(msg: str) -> None:
@@ -46,7 +48,11 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("name", choices=BENCHES + SEPARATE + ("all", "ab", "lookup", "spark", "store", "concurrency"))
     ap.add_argument("--rounds", type=int, default=5, help="ab: alternating runs of each side")
-    ap.add_argument("--size", choices=tuple(SIZES) + ("5m", "20m"), default="tiny")
+    ap.add_argument("--size", choices=tuple(SIZES) + ("5m", "20m"), default=None,
+                    help="tiny (the default; soak: full rates unless tiny is given)")
+    ap.add_argument("--minutes", type=float, default=30.0, help="soak: how long")
+    ap.add_argument("--warmup", type=float, default=None, help="soak: minutes before slopes are measured "
+                    "(default 5, a third of a run under 15 minutes)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--product", metavar="PATH", help="measure the paimon-tail source tree at PATH instead of the "
                     "installed one (e.g. `git worktree add /tmp/before <commit>` for a before/after table)")
@@ -62,15 +68,15 @@ def main(argv=None) -> int:
     if args.name == "store":
         from benchmarks import store
 
-        return store.main(["--size", args.size, *args.extra])
-    size = SIZES[args.size]
+        return store.main(["--size", args.size or "tiny", *args.extra])
+    size = SIZES[args.size or ("full" if args.name == "soak" else "tiny")]
 
     if args.name in ("lookup", "spark"):
         script = ROOT / "benchmarks" / ("lookup.py" if args.name == "lookup" else "spark_bench.py")
         extra = list(args.extra)
         if args.name == "lookup" and not extra:
-            extra = ["--size", args.size]
-        if args.name == "spark" and args.size == "tiny" and not extra:
+            extra = ["--size", args.size or "tiny"]
+        if args.name == "spark" and size.name == "tiny" and not extra:
             extra = ["--rows", "20000", "--snapshots", "4"]
         return subprocess.call([sys.executable, str(script), *extra])
 
@@ -94,7 +100,13 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     for name in names:
         log(f"[{name}]")
-        if name == "latency":
+        if name == "soak":
+            try:
+                rows, det = soak.run(args.minutes, size.name == "tiny", log, args.warmup)
+            except soak.CheckFailed as e:  # (its report is printed): a failed check fails the run
+                log(f"soak FAILED: {e}")
+                return 1
+        elif name == "latency":
             rows, det = latency.run(size, log)
         elif name == "catchup":
             rows, det = catchup.run(size, log)

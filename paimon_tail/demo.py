@@ -186,24 +186,7 @@ def compact(table) -> None:
 
 def expire(table, retain: int) -> None:
     """Expire all but the newest ``retain`` snapshots, as Paimon's ``snapshot.num-retained`` does, never one a
-    consumer (``--consumer-id``) has still to read: the EARLIEST hint moves first, then the snapshot files go.
+    consumer (``--consumer-id``) has still to read, with the files only they needed (``paimon_tail.expire``)."""
+    from .expire import expire_snapshots
 
-    The data and manifest files only the expired snapshots referenced stay on disk: pypaimon has no file cleanup
-    to reuse, and deleting a file still referenced would lose rows. Reads never open them again."""
-    from .atomic_file import write_text_atomic
-    from .stream.consumer import ConsumerStore
-
-    snapshots = table.snapshot_manager()
-    latest = snapshots.get_latest_snapshot()
-    earliest = snapshots.try_get_earliest_snapshot() if latest is not None else None
-    if earliest is None:
-        return
-    floor = latest.id - retain + 1
-    pinned = ConsumerStore(table).all().values()
-    if pinned:
-        floor = min(floor, min(pinned))
-    if floor <= earliest.id:
-        return
-    write_text_atomic(table.file_io, f"{snapshots.snapshot_dir}/EARLIEST", str(floor))
-    for snapshot_id in range(earliest.id, floor):
-        table.file_io.delete(snapshots.get_snapshot_path(snapshot_id))
+    expire_snapshots(table, retain)

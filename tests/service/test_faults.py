@@ -126,3 +126,55 @@ def test_token_required(warehouse, table, tmp_path):
         assert r.returncode == 0 and '"v":"v5"' in r.stdout, r.stderr
     finally:
         assert svc.stop() == 0
+
+
+def _session_processes(sid: int) -> list:
+    """Every process (zombies too) of session ``sid``: what a service started and left in the process table."""
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if pid.isdigit() and int(fields[3]) == sid:
+            out.append((int(pid), fields[0]))
+    return out
+
+
+def _own_dirs(local) -> list:
+    return sorted(p.name for p in local.iterdir()) if local.exists() else []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("made", [True, False], ids=["local-dir-made-by-serve", "local-dir-given"])
+def test_restarts_and_exits_leave_nothing(warehouse, table, tmp_path, how, made):
+    """An executor restarted after missed heartbeats (SIGSTOP) or a crash (SIGKILL) had no cleanup of its own:
+    serve removes its copies at once; at the end (Ctrl-C or SIGTERM) nothing of the service stays in --local-dir
+    (which goes too when serve made it) nor in the process table (executors, multiprocessing's resource tracker),
+    the moment serve has exited."""
+    local = tmp_path / "local"
+    if not made:
+        local.mkdir()
+    svc = ServeProcess(warehouse.path, [table], "--local-dir", str(local)).wait_ready()
+    try:
+        with LookupClient(table, catalog_config(warehouse.path), timeout=15) as c:
+            for n, sig in enumerate((signal.SIGSTOP, signal.SIGKILL), start=1):
+                assert len(c.lookup_sync(list(range(2000))).rows) == 2000
+                dirs = _own_dirs(local)
+                assert len(dirs) == 2, dirs
+                victim = svc.executor_pids()[0]
+                assert sum(f"-pid{victim}-" in d for d in dirs) == 1, (victim, dirs)
+                os.kill(victim, sig)
+                wait_until(lambda: sum("restarting it" in line for line in svc.lines) == n, timeout=15)
+                assert len(c.lookup_sync(list(range(2000))).rows) == 2000  # the new executor has loaded
+                wait_until(lambda: not any(f"-pid{victim}-" in d for d in _own_dirs(local)), timeout=5)
+                assert len(_own_dirs(local)) == 2, _own_dirs(local)
+            assert sum(e.info.restarts for e in c.status_sync().executors) == 2
+        svc.proc.send_signal(getattr(signal, how))
+        assert svc.proc.wait(30) == (130 if how == "SIGINT" else 0), svc.log()
+        assert _session_processes(svc.proc.pid) == []
+        assert _own_dirs(local) == [] and local.exists() != made
+    finally:
+        svc.kill_all()

@@ -146,3 +146,33 @@ def test_an_executor_that_cannot_open_the_catalog_leaves_nothing_behind(kv, tmp_
         assert local.is_dir() and not list(local.iterdir()), list(local.iterdir())
     finally:
         assert svc.stop() == 0
+
+
+def test_a_killed_executors_copies_go_when_the_next_one_starts(kv, tmp_path):
+    """SIGKILL leaves an executor no cleanup of its own: its copies stay in --local-dir until the next executor
+    started on it (the same machine) joins, which removes every directory whose process is gone."""
+    svc = ServeProcess(kv.path, ["db.kv"], executors=0)
+    local = tmp_path / "local"
+    first = second = None
+    try:
+        address = _coordinator(kv)
+        first = Joined(kv.path, address, "--local-dir", str(local))
+        svc.wait_ready()
+        left = [p.name for p in local.iterdir()]
+        assert len(left) == 1 and f"-pid{first.proc.pid}-" in left[0], left
+        first.kill_all()
+        assert [p.name for p in local.iterdir()] == left  # no cleanup of its own ran
+        second = Joined(kv.path, address, "--local-dir", str(local))
+        assert second.announced.wait(30), second.lines
+        wait_until(lambda: [p.name for p in local.iterdir() if f"-pid{second.proc.pid}-" in p.name], 30)
+        assert [p.name for p in local.iterdir() if p.name == left[0]] == []
+        with LookupClient("db.kv", catalog_config(kv.path), timeout=10) as c:
+            _check(c, kv.batch_read("kv"))
+        second.proc.terminate()
+        assert second.wait(30) == 0, second.lines
+        assert list(local.iterdir()) == []
+    finally:
+        for j in (first, second):
+            if j is not None:
+                j.kill_all()
+        assert svc.stop() == 0

@@ -14,9 +14,9 @@ import os
 import signal
 import threading
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
-from ..executor.runner import ExecutorSpec, executor_main
+from ..executor.runner import ExecutorSpec, executor_main, remove_dirs_of
 from .registry import Registry
 
 log = logging.getLogger(__name__)
@@ -70,13 +70,19 @@ def _sigint_ignored():
 
 
 class LocalProcesses(ExecutorLauncher):
-    """Executors as ``multiprocessing`` spawn processes of serve (they join over gRPC like any other)."""
+    """Executors as ``multiprocessing`` spawn processes of serve (they join over gRPC like any other).
+
+    Nothing of theirs outlives them: an executor killed for a restart is reaped (at once, or by ``supervise``
+    when SIGKILL takes longer) and its directory in ``--local-dir`` removed, as at ``stop``, which also ends
+    multiprocessing's resource tracker (the process the first spawn starts, serve's child, which would otherwise
+    linger after serve, reparented, until someone reaps it)."""
 
     def __init__(self) -> None:
         self._ctx = multiprocessing.get_context("spawn")
         self.specs: List[ExecutorSpec] = []
         self.processes: Dict[int, multiprocessing.Process] = {}
         self.started: Dict[int, float] = {}
+        self._dying: List[Tuple[int, multiprocessing.Process]] = []  # (slot, killed process) not yet reaped
 
     def start(self, specs: List[ExecutorSpec]) -> None:
         self.specs = list(specs)
@@ -101,9 +107,19 @@ class LocalProcesses(ExecutorLauncher):
             except ProcessLookupError:
                 pass
         process.join(timeout=0.5)
+        self._dying.append((index, process))
+        self._reap()
         self._spawn(index)
 
+    def _reap(self) -> None:
+        """Forget the killed executors that are gone, and remove what they left in --local-dir."""
+        for index, process in list(self._dying):
+            if not process.is_alive():  # (is_alive reaps)
+                self._dying.remove((index, process))
+                remove_dirs_of(self.specs[index].local_dir, process.pid)
+
     def supervise(self, registry: Registry, timeout: float) -> None:
+        self._reap()
         now = time.monotonic()
         for index, process in list(self.processes.items()):
             member = registry.members.get(index)
@@ -120,12 +136,45 @@ class LocalProcesses(ExecutorLauncher):
 
     def stop(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        for process in self.processes.values():  # told to stop by the service: they exit on their own
+        for index, process in self.processes.items():  # told to stop by the service: they exit on their own
             process.join(timeout=max(0.0, deadline - time.monotonic()))
             if process.is_alive():
                 process.kill()
                 process.join(timeout=1.0)
+            self._dying.append((index, process))
         self.processes.clear()
+        for _, process in self._dying:
+            process.join(timeout=5.0)
+        self._reap()
+        _stop_resource_tracker(timeout=5.0)
+
+
+def _stop_resource_tracker(timeout: float) -> None:
+    """End multiprocessing's resource tracker once every executor is gone: it exits when the last holder of its
+    pipe closes it (serve, and each spawned executor inherited it), and is reaped here rather than left to
+    whoever adopts it after serve exits (CPython's own ``ResourceTracker._stop`` waits without a limit)."""
+    from multiprocessing import resource_tracker
+
+    tracker = resource_tracker._resource_tracker
+    with tracker._lock:
+        fd, pid = tracker._fd, tracker._pid
+        if fd is None:
+            return
+        tracker._fd = tracker._pid = None
+        os.close(fd)
+    if pid is None:
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:
+            return
+        if time.monotonic() > deadline:
+            log.warning("multiprocessing's resource tracker (pid %d) did not exit", pid)
+            return
+        time.sleep(0.01)
 
 
 __all__ = ["ExecutorLauncher", "LocalProcesses"]

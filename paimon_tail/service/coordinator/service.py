@@ -132,6 +132,7 @@ class QueryService:
         self.address = ""
         self.local_dir = ""
         self._own_local_dir = False
+        self._made_local_dir = False  # --local-dir did not exist: removed at stop when the executors left it empty
         self._tasks: List[asyncio.Task] = []
         self._started_ms = regmod.now_ms()
         self._stopped = asyncio.Event()
@@ -157,6 +158,7 @@ class QueryService:
     def _prepare_local_dir(self) -> None:
         if self.options.local_dir:
             self.local_dir = os.path.abspath(self.options.local_dir)
+            self._made_local_dir = not os.path.isdir(self.local_dir)
             os.makedirs(self.local_dir, mode=0o700, exist_ok=True)
             os.chmod(self.local_dir, 0o700)
         else:
@@ -452,6 +454,11 @@ class QueryService:
             self._metrics_server = None
         if self._own_local_dir:
             shutil.rmtree(self.local_dir, ignore_errors=True)
+        elif self._made_local_dir:
+            try:
+                os.rmdir(self.local_dir)
+            except OSError:  # not empty: someone else's files are in it too
+                pass
 
     async def __aenter__(self) -> "QueryService":
         try:

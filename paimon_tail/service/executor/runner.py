@@ -163,9 +163,10 @@ class Executor:
             return  # a rejoin: keep what we hold
         from ...catalog import open_table
 
-        root = os.path.join(self.spec.local_dir, f"executor-{self.index}-{self.instance_id[:8]}")
+        root = os.path.join(self.spec.local_dir, own_dir_name(self.index, self.instance_id))
 
         def open_all():
+            remove_dead_dirs(self.spec.local_dir)  # what a killed executor before us left (no cleanup of its ran)
             os.makedirs(root, mode=0o700, exist_ok=True)
             try:
                 catalog = self.spec.catalog.open()
@@ -495,6 +496,35 @@ def executor_main(spec: ExecutorSpec) -> None:
 
 
 _OWNER = re.compile(r"^paimon-tail-executor-(?:.*-)?pid(\d+)-[^-]*$")
+_OWN_DIR = re.compile(r"^executor-\d+-pid(\d+)-[0-9a-f]{8}$")
+
+
+def own_dir_name(index: int, instance_id: str, pid: Optional[int] = None) -> str:
+    """The directory an executor keeps its copies and stores in, under ``--local-dir``: named by its pid, so that
+    whoever outlives it (serve's launcher, the next executor on this machine) knows whose it was."""
+    return f"executor-{index}-pid{os.getpid() if pid is None else pid}-{instance_id[:8]}"
+
+
+def remove_dirs_of(local_dir: str, pid: int) -> None:
+    """Remove what the executor process ``pid`` (dead: killed, so no cleanup of its own ran) left in ``local_dir``."""
+    for name in _own_dirs(local_dir):
+        if int(_OWN_DIR.match(name).group(1)) == pid:
+            shutil.rmtree(os.path.join(local_dir, name), ignore_errors=True)
+
+
+def remove_dead_dirs(local_dir: str) -> None:
+    """Remove every executor directory in ``local_dir`` whose process is gone (``--local-dir`` is on this
+    machine: a pid names a process here)."""
+    for name in _own_dirs(local_dir):
+        if _dead(int(_OWN_DIR.match(name).group(1))):
+            shutil.rmtree(os.path.join(local_dir, name), ignore_errors=True)
+
+
+def _own_dirs(local_dir: str) -> List[str]:
+    try:
+        return [name for name in os.listdir(local_dir) if _OWN_DIR.match(name)]
+    except OSError:
+        return []
 
 
 def _dead(pid: int) -> bool:
@@ -553,4 +583,5 @@ def run_executor(spec: ExecutorSpec) -> str:
             shutil.rmtree(own_dir, ignore_errors=True)
 
 
-__all__ = ["Executor", "ExecutorSpec", "JoinRefused", "executor_main", "private_dir", "run_executor"]
+__all__ = ["Executor", "ExecutorSpec", "JoinRefused", "executor_main", "own_dir_name", "private_dir",
+           "remove_dead_dirs", "remove_dirs_of", "run_executor"]

@@ -10,6 +10,8 @@
     python -m benchmarks lookup|spark [-- extra args]   # colleagues' scripts (benchmarks/lookup.py, spark_bench.py)
     python -m benchmarks store [--size tiny|5m|20m]      # the query service at production size (benchmarks/store.py)
     python -m benchmarks concurrency [-- --clients 8]     # 8 concurrent clients: the service vs a grpc.aio echo
+    python -m benchmarks timestamps [--size tiny|medium] [--before PATH]   # JSON catch-up of a table with timestamps
+    python -m benchmarks fullread [--size tiny|full] [--before PATH]       # latest-full of a 20M-row primary-key table
 
 Figures are ratios to a baseline measured in the same run; results go to benchmarks/results/<name>-<size>-*.json
 and a table is printed. Exits non-zero only when a benchmark fails to run (missing or wrong rows), not when a
@@ -28,11 +30,12 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks import catchup, cli_lookup, latency, memory, multi, objectstore, stall, startup  # noqa: E402
+from benchmarks import (catchup, cli_lookup, fullread, latency, memory, multi, objectstore, stall, startup,  # noqa: E402
+                        timestamps)
 from benchmarks.common import ROOT, SIZES, machine, print_table, save  # noqa: E402
 
 BENCHES = ("latency", "catchup", "stall", "memory", "objectstore", "multi")
-SEPARATE = ("startup", "cli-lookup")  # not in `all`: each starts a query service of its own
+SEPARATE = ("startup", "cli-lookup", "timestamps", "fullread")  # not in `all`: services, or tables of their own
 
 
 def log(msg: str) -> None:
@@ -48,6 +51,8 @@ def main(argv=None) -> int:
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--product", metavar="PATH", help="measure the paimon-tail source tree at PATH instead of the "
                     "installed one (e.g. `git worktree add /tmp/before <commit>` for a before/after table)")
+    ap.add_argument("--before", metavar="PATH", help="timestamps, fullread: also run the source tree at PATH in the "
+                    "same rounds (before/after in one run)")
     ap.add_argument("extra", nargs="*", help="arguments passed to lookup/spark")
     args = ap.parse_args(argv)
     if args.product:
@@ -108,6 +113,10 @@ def main(argv=None) -> int:
             rows, det = cli_lookup.run(size, log)
         elif name == "multi":
             rows, det = multi.run(size, log)
+        elif name == "timestamps":
+            rows, det = timestamps.run(size, log, before=str(Path(args.before).resolve()) if args.before else "")
+        elif name == "fullread":
+            rows, det = fullread.run(size, log, before=str(Path(args.before).resolve()) if args.before else "")
         else:
             naive = details.get("catchup", {}).get("naive pypaimon loop")
             rows, det = memory.run(size, log, naive=naive)

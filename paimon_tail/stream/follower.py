@@ -248,15 +248,13 @@ class Follower:
 
     def _setup(self, table) -> None:
         """Builders for one table schema (rebuilt when the schema evolves)."""
+        from ..compat.native_reads import with_native_reads
+
         o = self.options
         if o.batch_size:
             table = table.copy({"read.batch-size": str(o.batch_size)})
         names = [f.name for f in table.fields]
-        builder = table.new_stream_read_builder()
-        if o.where:
-            predicate = parse_where(o.where, table.fields)
-            if predicate is not None:
-                builder.with_filter(predicate)
+        predicate = parse_where(o.where, table.fields) if o.where else None
         if o.select:
             unknown = [c for c in o.select if c not in names]
             if unknown:
@@ -264,19 +262,41 @@ class Follower:
                     f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} in --select",
                     hint=f"columns are {', '.join(names)}",
                 )
+        builder = self._builder(table, predicate)
+        self.table = table
+        self.schema_id = table.table_schema.id
+        # pypaimon's Rust reader (local tables) for full reads, where a primary-key table's buckets are merged:
+        # 6-10x pypaimon's Python merge. Deltas and diffs keep the Python reader: the Rust one fails on some deltas
+        # of evolved schemas and gives merged rows +I where Python gives the last record's kind (docs/compatibility.md;
+        # a full read's rows are all +I anyway).
+        native = with_native_reads(table)
+        full_read = self._builder(native, predicate).new_read() if native is not table else None
+        # DiffRead: --catch-up diff on primary-key tables plans BucketDiff splits (stream/diff.py)
+        self.read = DiffRead(builder.new_read(), table, predicate, o.row_kind)
+        self.full_read = full_read or self.read
+        files = self.planner.files if self.planner is not None else None  # it knows the latest snapshot
+        self.planner = SnapshotPlanner(builder.new_streaming_scan(), bucket_filter=self._bucket_filter(), files=files)
+        self.reader = SplitReader(self.read, workers=o.read_workers, retry=self.retry)
+
+    def _builder(self, table, predicate):
+        """A stream read builder for ``table`` with the follow's filter, projection, row kinds and buckets."""
+        o = self.options
+        builder = table.new_stream_read_builder()
+        if predicate is not None:
+            builder.with_filter(predicate)
+        if o.select:
             builder.with_projection(list(o.select))
         if o.row_kind:
             builder.with_include_row_kind(True)
         bucket_filter = self._bucket_filter()
         if bucket_filter is not None:
             builder.with_bucket_filter(bucket_filter)
-        self.table = table
-        self.schema_id = table.table_schema.id
-        # DiffRead: --catch-up diff on primary-key tables plans BucketDiff splits (stream/diff.py)
-        self.read = DiffRead(builder.new_read(), table, getattr(builder, "_predicate", None), o.row_kind)
-        files = self.planner.files if self.planner is not None else None  # it knows the latest snapshot
-        self.planner = SnapshotPlanner(builder.new_streaming_scan(), bucket_filter=bucket_filter, files=files)
-        self.reader = SplitReader(self.read, workers=o.read_workers, retry=self.retry)
+        return builder
+
+    def _table_read(self, planned: "_Planned"):
+        """The read for a planned snapshot: the table's full content through the full read, changes through
+        pypaimon's Python reader."""
+        return self.full_read if planned.kind == "full" else self.read
 
     def output_schema(self) -> pa.Schema:
         from pypaimon.schema.data_types import PyarrowFieldParser
@@ -533,12 +553,13 @@ class Follower:
                     raise item
                 planned: _Planned = item
                 pending: Optional[FollowBatch] = None
-                stream = current = stream or self.reader.open(planned.splits)
+                stream = current = stream or self.reader.open(planned.splits, self._table_read(planned))
                 async for split, batch in stream:
                     if ahead is None and self.options.prefetch and stream.submitted_all and not plans.empty():
                         # Read-ahead: the next snapshot decodes in the reader's threads while this one is written.
                         nxt = plans.get_nowait()
-                        ahead = (nxt, self.reader.open(nxt.splits) if isinstance(nxt, _Planned) else None)
+                        ahead = (nxt, self.reader.open(nxt.splits, self._table_read(nxt))
+                                 if isinstance(nxt, _Planned) else None)
                     if planned.kind == "full" and self.options.row_kind:
                         batch = _as_inserts(batch)
                     if self.options.meta:

@@ -53,15 +53,17 @@ class SplitReader:
         # leave an open stream waiting for a split that is never read.
         self._pool.shutdown(wait=False)
 
-    def read_split_batches(self, split, stop: Optional[threading.Event] = None) -> Iterator[pa.RecordBatch]:
-        """The split's batches; when storage fails part-way, it is read again from the start once storage
-        answers, and the rows already handed out are skipped (a split reads back in the same order), so an
-        outage neither loses nor repeats a row."""
+    def read_split_batches(self, split, stop: Optional[threading.Event] = None,
+                           table_read=None) -> Iterator[pa.RecordBatch]:
+        """The split's batches (through ``table_read``, default the reader's); when storage fails part-way, it is
+        read again from the start once storage answers, and the rows already handed out are skipped (a split reads
+        back in the same order), so an outage neither loses nor repeats a row."""
+        table_read = table_read if table_read is not None else self.table_read
         delivered = attempt = 0
         while True:
             skip = delivered
             try:
-                for batch in split_batches(self.table_read, [split]):
+                for batch in split_batches(table_read, [split]):
                     if skip:
                         if batch.num_rows <= skip:
                             skip -= batch.num_rows
@@ -76,9 +78,10 @@ class SplitReader:
                 self.retry.failed(e, attempt, stop)
                 attempt += 1
 
-    def open(self, splits: Sequence) -> "SplitStream":
-        """Start reading ``splits`` now (call from the event loop); iterate the result for ``(split, batch)``."""
-        return SplitStream(self, list(splits), asyncio.get_running_loop())
+    def open(self, splits: Sequence, table_read=None) -> "SplitStream":
+        """Start reading ``splits`` now (call from the event loop), through ``table_read`` (default the reader's);
+        iterate the result for ``(split, batch)``."""
+        return SplitStream(self, list(splits), asyncio.get_running_loop(), table_read)
 
     async def read(self, splits: Sequence) -> AsyncIterator[Tuple[object, pa.RecordBatch]]:
         """Yield ``(split, batch)`` in split order."""
@@ -98,8 +101,8 @@ class SplitStream:
     then ahead of the next stream's in the pool's FIFO queue.
     """
 
-    def __init__(self, reader: SplitReader, splits: List, loop: asyncio.AbstractEventLoop) -> None:
-        self.reader, self.splits, self.loop = reader, splits, loop
+    def __init__(self, reader: SplitReader, splits: List, loop: asyncio.AbstractEventLoop, table_read=None) -> None:
+        self.reader, self.splits, self.loop, self.table_read = reader, splits, loop, table_read
         self.stop = threading.Event()
         self.queues = [asyncio.Queue(maxsize=reader.queue_size) for _ in splits]
         self.submitted = 0
@@ -132,7 +135,7 @@ class SplitStream:
         try:
             if self.stop.is_set():
                 return
-            for batch in self.reader.read_split_batches(self.splits[index], self.stop):
+            for batch in self.reader.read_split_batches(self.splits[index], self.stop, self.table_read):
                 if self.stop.is_set():
                     return
                 self._put(q, batch)

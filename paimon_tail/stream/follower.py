@@ -276,7 +276,7 @@ class Follower:
         self.full_read = full_read or self.read
         files = self.planner.files if self.planner is not None else None  # it knows the latest snapshot
         self.planner = SnapshotPlanner(builder.new_streaming_scan(), bucket_filter=self._bucket_filter(), files=files)
-        self.reader = SplitReader(self.read, workers=o.read_workers, retry=self.retry)
+        self.reader = SplitReader(self.read, workers=o.read_workers, retry=self.retry, batch_rows=o.batch_size)
 
     def _builder(self, table, predicate):
         """A stream read builder for ``table`` with the follow's filter, projection, row kinds and buckets."""

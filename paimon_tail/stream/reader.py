@@ -24,25 +24,52 @@ class _Stopped(Exception):
     pass
 
 
-def split_batches(table_read, splits: Sequence) -> Iterator[pa.RecordBatch]:
-    """Blocking iterator of the non-empty batches of ``splits`` (also used by the service's bucket mirror)."""
+def split_batches(table_read, splits: Sequence, rows: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+    """Blocking iterator of the non-empty batches of ``splits`` (also used by the service's bucket mirror); with
+    ``rows``, smaller batches are put together up to that many rows (pypaimon's Rust reader hands out 1,024 rows at a
+    time whatever ``read.batch-size`` says: 20,000 batches for a 20M-row table, each a hand-off and a write)."""
     reader = table_read.to_arrow_batch_reader(list(splits))
     try:
-        for batch in reader:
-            if batch.num_rows:
-                yield batch
+        batches = (batch for batch in reader if batch.num_rows)
+        yield from (batches if not rows else coalesced(batches, rows))
     finally:
         close = getattr(reader, "close", None)
         if close is not None:
             close()
 
 
+def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` with runs of small ones concatenated into batches of at least ``rows`` rows (the last may be
+    smaller; a batch that is big enough alone passes untouched). Order and content are kept."""
+    pending: List[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if not pending and batch.num_rows >= rows:
+            yield batch
+            continue
+        if pending and not batch.schema.equals(pending[0].schema):
+            yield _concat(pending)
+            pending, count = [], 0
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield _concat(pending)
+            pending, count = [], 0
+    if pending:
+        yield _concat(pending)
+
+
+def _concat(batches: List[pa.RecordBatch]) -> pa.RecordBatch:
+    return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+
+
 class SplitReader:
     """Reads splits with one ``TableRead``; one instance serves a whole follow session."""
 
     def __init__(self, table_read, workers: int = 2, queue_size: int = 4,
-                 retry: Optional[StorageRetry] = None) -> None:
+                 retry: Optional[StorageRetry] = None, batch_rows: Optional[int] = None) -> None:
         self.table_read = table_read
+        self.batch_rows = batch_rows  # smaller batches of a split are put together up to this many rows
         self.workers = max(1, workers)
         self.queue_size = max(1, queue_size)
         self.retry = retry or StorageRetry()
@@ -63,7 +90,7 @@ class SplitReader:
         while True:
             skip = delivered
             try:
-                for batch in split_batches(table_read, [split]):
+                for batch in split_batches(table_read, [split], self.batch_rows):
                     if skip:
                         if batch.num_rows <= skip:
                             skip -= batch.num_rows

@@ -94,10 +94,10 @@ def timestamp_text(column: pa.Array) -> Optional[pa.Array]:
     if low < _FIRST_SECOND * per or high >= _END_SECOND * per:
         return None
     naive = values.cast(pa.timestamp(unit))
-    text = naive.cast(pa.string())
+    arrow_text = naive.cast(pa.string())
     n, width = len(column), 19 + (_DIGITS[unit] + 1 if _DIGITS[unit] else 0)
     suffix = b"+00:00" if t.tz else b""
-    raw = np.frombuffer(text.buffers()[2], np.uint8, count=n * width).reshape(n, width)
+    raw = np.frombuffer(arrow_text.buffers()[2], np.uint8, count=n * width).reshape(n, width)
     data = np.empty((n, width + len(suffix)), np.uint8)
     data[:, :width] = raw
     data[:, _SPACE_AT] = _T
@@ -128,9 +128,9 @@ def _with_timestamp_text(batch: pa.RecordBatch) -> pa.RecordBatch:
     columns, fields, changed = list(batch.columns), list(batch.schema), False
     for i, f in enumerate(batch.schema):
         if pa.types.is_timestamp(f.type):
-            text = timestamp_text(batch.column(i))
-            if text is not None:
-                columns[i], fields[i], changed = text, pa.field(f.name, pa.string_view(), f.nullable), True
+            as_text = timestamp_text(batch.column(i))
+            if as_text is not None:
+                columns[i], fields[i], changed = as_text, pa.field(f.name, pa.string_view(), f.nullable), True
     return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields)) if changed else batch
 
 

@@ -16,7 +16,7 @@ import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable, Iterator, List, Optional, Sequence, Union
+from typing import AsyncIterator, Callable, Iterator, List, Optional, Sequence
 
 import pyarrow as pa
 
@@ -26,7 +26,8 @@ from .consumer import ConsumerStore
 from .filters import parse_where
 from .diff import DiffRead
 from .planner import SnapshotPlanner
-from .positions import EndPosition, ResolvedStart, StartPosition, parse_end, parse_start, resolve_start
+from .options import FollowOptions, _iso, meta_fields, output_schema
+from .positions import ResolvedStart, resolve_start
 from .reader import SplitReader
 from .walker import SnapshotWalker
 from ..storage.errors import endpoint_of
@@ -34,67 +35,8 @@ from ..atomic_file import local_path
 from ..storage.prefetch import Prefetcher
 from ..storage.retry import Outage, StorageHealth, StorageRetry
 
-DEFAULT_SCRIPT_STORAGE_TIMEOUT = 60.0
 PREFETCH_PLANS = 32
 META_COLUMNS = ("_snapshot_id", "_commit_time", "_bucket", "_partition")
-
-
-@dataclass
-class FollowOptions:
-    start: Union[StartPosition, str] = "latest-full"
-    until: Union[EndPosition, str, None] = None
-    exit_at_end: bool = False
-    select: Optional[Sequence[str]] = None
-    where: Union[str, Sequence[str], None] = None  # several: all must hold (AND)
-    row_kind: bool = False
-    meta: bool = False
-    consumer_id: Optional[str] = None
-    buckets: Optional[Sequence[int]] = None
-    shard: Optional[tuple] = None  # (index, count)
-    prefetch: bool = True
-    catch_up: str = "replay"  # replay: snapshot by snapshot | diff: one plan for the backlog (folds history)
-    on_gap: str = "error"  # error | skip
-    read_workers: int = 2
-    poll_interval: Optional[float] = None  # idle polling cadence (s); None: 0.25 on object stores, 0.5 locally
-    storage_timeout: Optional[float] = None  # None: 60 s with exit_at_end, else wait out any outage; 0: forever
-    batch_size: Optional[int] = 65536
-
-    def normalized(self) -> "FollowOptions":
-        start = self.start if isinstance(self.start, StartPosition) else parse_start(self.start)
-        until = self.until
-        if isinstance(until, str):
-            until = parse_end(until)
-        if self.catch_up not in ("replay", "diff"):
-            raise UsageError(f"bad catch-up mode {self.catch_up!r}: use replay or diff")
-        if self.on_gap not in ("error", "skip"):
-            raise UsageError(f"bad --on-gap {self.on_gap!r}: use error or skip")
-        if self.poll_interval is not None and self.poll_interval <= 0:
-            raise UsageError(f"bad poll interval {self.poll_interval}: use seconds > 0")
-        if self.storage_timeout is not None and self.storage_timeout < 0:
-            raise UsageError(f"bad storage timeout {self.storage_timeout}: use seconds >= 0 (0: wait forever)")
-        if self.shard is not None:
-            index, count = self.shard
-            if count < 1 or not 0 <= index < count:
-                raise UsageError(f"bad shard {index}/{count}: use I/N with 0 <= I < N")
-        _check_range(start, until)
-        return dataclasses.replace(self, start=start, until=until)
-
-    def effective_storage_timeout(self) -> Optional[float]:
-        """Scripts (``exit_at_end``) give up on an unreachable store after a minute; live follows wait."""
-        if self.storage_timeout is None:
-            return DEFAULT_SCRIPT_STORAGE_TIMEOUT if self.exit_at_end else None
-        return self.storage_timeout or None
-
-
-def _check_range(start: StartPosition, until: Optional[EndPosition]) -> None:
-    """An end before the start would print nothing and exit 0: refuse it when the positions say so alone."""
-    if until is None:
-        return
-    if until.snapshot_id is not None and start.snapshot_id is not None and until.snapshot_id < start.snapshot_id:
-        raise UsageError(f"--until snapshot:{until.snapshot_id} is before --from {start}: nothing to read")
-    if until.timestamp_ms is not None and start.timestamp_ms is not None and until.timestamp_ms < start.timestamp_ms:
-        raise UsageError(f"--until {_iso(until.timestamp_ms)} is before --from {_iso(start.timestamp_ms)}: "
-                         "nothing to read")
 
 
 def _check_buckets(table, options: FollowOptions, keep: Optional[Callable[[int], bool]]) -> None:
@@ -119,12 +61,6 @@ def _check_buckets(table, options: FollowOptions, keep: Optional[Callable[[int],
         if options.shard and options.buckets is not None:
             chosen += f" with --buckets {','.join(map(str, options.buckets))}"
         raise UsageError(f"{chosen} selects no bucket: {name} has {what}")
-
-
-def _iso(ms: int) -> str:
-    import datetime as _dt
-
-    return _dt.datetime.fromtimestamp(ms / 1000).isoformat(timespec="milliseconds")
 
 
 @dataclass
@@ -299,14 +235,7 @@ class Follower:
         return self.full_read if planned.kind == "full" else self.read
 
     def output_schema(self) -> pa.Schema:
-        from pypaimon.schema.data_types import PyarrowFieldParser
-
-        fields = list(PyarrowFieldParser.from_paimon_schema(self.read.read_type))
-        if self.options.row_kind:
-            fields.insert(0, pa.field("_row_kind", pa.string()))
-        if self.options.meta:
-            fields += _meta_fields()
-        return pa.schema(fields)
+        return output_schema(self.read.read_type, self.options)
 
     # -- planning -----------------------------------------------------------------------------------------
     def _walker_for_loop(self) -> SnapshotWalker:
@@ -506,7 +435,7 @@ class Follower:
             pa.array([partition] * n, pa.string()),
         ]
         arrays = list(batch.columns) + columns
-        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(list(batch.schema) + _meta_fields()))
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(list(batch.schema) + meta_fields()))
 
     async def _commit(self, next_snapshot_id: int) -> None:
         if self.consumers:
@@ -642,15 +571,6 @@ def _as_inserts(batch: pa.RecordBatch) -> pa.RecordBatch:
     kind the merge left on the newest version of the row."""
     kinds = pa.array(["+I"] * batch.num_rows, pa.string())
     return pa.RecordBatch.from_arrays([kinds, *batch.columns[1:]], schema=batch.schema)
-
-
-def _meta_fields() -> list:
-    return [
-        pa.field("_snapshot_id", pa.int64()),
-        pa.field("_commit_time", pa.timestamp("ms", tz="UTC")),
-        pa.field("_bucket", pa.int32()),
-        pa.field("_partition", pa.string()),
-    ]
 
 
 def _partition_text(split, table) -> str:

@@ -162,21 +162,79 @@ class SplitTask:
     splits: List[bytes] = field(default_factory=list)
 
 
-def read_task(task: SplitTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+@dataclass
+class SnapshotTask:
+    """One Spark input partition planned where it is read: snapshots of one table (their full plans with ``full``,
+    else their delta plans), of which this task reads the splits ``shard``, ``shard + shards``, ... in
+    ``split_order``. Every task of a micro-batch plans the same snapshots the same way, so the shards of a snapshot
+    are its splits, each read once. The streaming planner hands these out when it needs no split on the driver
+    (``stream.py``): the driver's Python process then never imports pypaimon's read path."""
+
+    catalog: Dict[str, str]
+    table: str
+    schema_id: int
+    spec: ReadSpec
+    snapshots: Tuple[int, ...]
+    full: bool = False
+    shard: int = 0
+    shards: int = 1
+
+
+def split_order(split) -> tuple:
+    """A stable order of one plan's splits: partition, bucket, then the split's files."""
+    partition = getattr(split.partition, "values", split.partition)
+    return (repr(tuple(partition) if partition is not None else ()), split.bucket,
+            tuple(f.file_name for f in split.files))
+
+
+def read_task(task, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Arrow batches of a task's splits, shaped to ``schema`` (the Spark schema as Arrow)."""
+    if isinstance(task, SnapshotTask):
+        yield from _read_snapshots(task, schema)
+        return
     read = table_read(task.catalog, task.table, task.spec, task.schema_id)
     table = get_table(task.catalog, task.table, task.schema_id)
     for data in task.splits:
-        split = deserialize_split(table, data)
-        reader = read.to_arrow_batch_reader([split])
-        try:
-            for batch in reader:
-                if batch.num_rows:
-                    yield conform(batch, schema)
-        finally:
-            close = getattr(reader, "close", None)
-            if close is not None:
-                close()
+        yield from _read_split(read, deserialize_split(table, data), schema)
+
+
+def _read_split(read, split, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    reader = read.to_arrow_batch_reader([split])
+    try:
+        for batch in reader:
+            if batch.num_rows:
+                yield conform(batch, schema)
+    finally:
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()
+
+
+def snapshot_splits(planner, snapshot_id: int, full: bool) -> list:
+    """The splits of snapshot ``snapshot_id``'s full or delta plan in ``split_order`` (as the driver plans them)."""
+    from ..errors import SnapshotExpired
+
+    snap = planner.snapshot(snapshot_id)
+    if snap is None:
+        raise SnapshotExpired(f"snapshot {snapshot_id} of this micro-batch cannot be found")
+    if full:
+        splits = list(planner.start_plan(snap).splits())
+    elif planner.should_scan(snap):
+        splits = list(planner.delta_plan(snap).splits())
+    else:
+        splits = []
+    return sorted(splits, key=split_order)
+
+
+def _read_snapshots(task: SnapshotTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    from ..stream.planner import SnapshotPlanner
+
+    table = get_table(task.catalog, task.table, task.schema_id)
+    planner = SnapshotPlanner(task.spec.builder(table).new_streaming_scan())
+    read = table_read(task.catalog, task.table, task.spec, task.schema_id)
+    for snapshot_id in task.snapshots:
+        for split in snapshot_splits(planner, snapshot_id, task.full)[task.shard::task.shards]:
+            yield from _read_split(read, split, schema)
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -1,0 +1,145 @@
+"""The streaming source's micro-batches planned by the tasks that read them (``runtime.SnapshotTask``): the same
+rows as the splits planned on the driver, for append and primary-key tables, full starts and deltas, more or fewer
+snapshots than tasks; and the driver's Python process never imports pypaimon's read path for it."""
+from __future__ import annotations
+
+import collections
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+from paimon_tail.spark.options import parse_options
+from paimon_tail.spark.runtime import ReadSpec, SnapshotTask, SplitTask, read_task
+from paimon_tail.spark.stream import Limits, StreamPlanner
+from tests.conftest import APPEND, ORDERS, TestWarehouse, append_rows
+
+pytest.importorskip("pyspark")
+
+
+def _schema(table, row_kind: bool) -> pa.Schema:
+    from paimon_tail.spark.runtime import output_arrow_schema
+
+    return output_arrow_schema(table, [f.name for f in table.fields], row_kind)
+
+
+def _rows(tasks, schema) -> collections.Counter:
+    out = collections.Counter()
+    for task in tasks:
+        for batch in read_task(task, schema):
+            out.update(json.dumps(r, sort_keys=True, default=str) for r in batch.to_pylist())
+    return out
+
+
+def _micro_batches(wh, name: str, options: dict, parallelism: int, deferred: bool):
+    o = parse_options({"path": f"db.{name}", "warehouse": wh.path, **options})
+    table = wh.table(name)
+    spec = ReadSpec(columns=tuple(f.name for f in table.fields), row_kind=o.row_kind, streaming=True)
+    planner = StreamPlanner(o, spec, parallelism=parallelism)
+    assert planner.deferred  # a local table, no limits: nothing needs the splits on the driver
+    planner.deferred = deferred
+    start = planner.initial_offset()
+    planner.prepare_available_now()
+    end = planner.latest_offset(start, Limits())
+    tasks = planner.tasks(start, end)
+    assert {type(t) for t in tasks} == ({SnapshotTask} if deferred else {SplitTask})
+    return tasks, _schema(table, o.row_kind)
+
+
+@pytest.fixture
+def tables(wh: TestWarehouse) -> TestWarehouse:
+    wh.create("events", APPEND)
+    for c in range(7):
+        wh.commit("events", append_rows(c, 50 + c))
+    wh.create("orders", ORDERS, primary_keys=["id"], options={"bucket": "3"})
+    for c in range(4):
+        wh.commit("orders", [{"id": i, "status": f"s{c}", "amount": None, "op": "-D" if i % 11 == 0 and c else "+U"}
+                             for i in range(c * 20, c * 20 + 60)])
+    return wh
+
+
+@pytest.mark.parametrize("name, options", [
+    ("events", {"from": "earliest"}),
+    ("events", {"from": "latest-full"}),
+    ("events", {"from": "snapshot:6"}),
+    ("orders", {"from": "latest-full"}),
+    ("orders", {"from": "earliest", "read.changelog": "true"}),
+    ("orders", {"from": "snapshot:3", "read.changelog": "true"}),
+])
+@pytest.mark.parametrize("parallelism", [1, 2, 5])
+def test_tasks_read_what_the_driver_planned(tables, name, options, parallelism):
+    deferred, schema = _micro_batches(tables, name, options, parallelism, True)
+    planned, _ = _micro_batches(tables, name, options, parallelism, False)
+    got, expected = _rows(deferred, schema), _rows(planned, schema)
+    assert got == expected and sum(got.values()) > 0
+    assert len(deferred) >= min(parallelism, 2) or parallelism == 1
+
+
+def test_a_full_start_is_dealt_over_the_tasks(tables):
+    deferred, schema = _micro_batches(tables, "orders", {"from": "latest-full"}, 3, True)
+    assert [(t.snapshots, t.full, t.shard, t.shards) for t in deferred] == [((4,), True, i, 3) for i in range(3)]
+    sizes = [sum(b.num_rows for b in read_task(t, schema)) for t in deferred]
+    assert all(sizes) and sum(sizes) == len({i for i in range(120)} - {i for i in range(20, 120) if i % 11 == 0})
+
+
+def test_compactions_and_schema_changes_in_the_range(tables):
+    """An OVERWRITE snapshot (no delta to read) and a snapshot of a newer schema: the tasks open the table at the
+    newest schema of their snapshots."""
+    table = tables.table("events")
+    builder = table.new_batch_write_builder().overwrite()
+    write, commit = builder.new_write(), builder.new_commit()
+    write.write_arrow(pa.Table.from_pylist(append_rows(90, 5), schema=APPEND))
+    commit.commit(write.prepare_commit())
+    write.close()
+    commit.close()
+    from pypaimon.schema.schema_change import SchemaChange
+    from pypaimon.schema.data_types import AtomicType
+
+    tables.catalog.alter_table("db.events", [SchemaChange.add_column("extra", AtomicType("STRING"))], False)
+    tables.commit("events", [dict(r, extra="x") for r in append_rows(91, 4)],
+                  pa.schema(list(APPEND) + [pa.field("extra", pa.string())]))
+    deferred, schema = _micro_batches(tables, "events", {"from": "earliest"}, 2, True)
+    planned, _ = _micro_batches(tables, "events", {"from": "earliest"}, 2, False)
+    assert max(t.schema_id for t in deferred) == tables.table("events").table_schema.id
+    assert _rows(deferred, schema) == _rows(planned, schema)
+
+
+def test_the_driver_process_loads_no_read_path(tables):
+    """What Spark's streaming source runner does with the source (offsets, partitions), in a fresh interpreter
+    that has imported what PySpark's runner imports: no pypaimon table, reader, catalog or polars."""
+    code = r"""
+import json, sys
+import pyspark.sql.streaming.python_streaming_source_runner
+from pyspark.sql.types import LongType, StringType, IntegerType, StructField, StructType
+from paimon_tail.spark.source import PaimonDataSource
+ds = PaimonDataSource({"warehouse": sys.argv[1], "path": "db.events", "from": "earliest"})
+schema = StructType([StructField("id", LongType()), StructField("writer", StringType()), StructField("n", IntegerType())])
+reader = ds.streamReader(schema)
+reader.parallelism = 2
+start = reader.initialOffset()
+reader.prepareForTriggerAvailableNow()
+end = reader.latestOffset(start, None)
+parts = reader.partitions(start, end)
+print(json.dumps({"end": end, "parts": len(parts), "loaded": sorted(sys.modules)}))
+"""
+    out = subprocess.run([sys.executable, "-c", code, tables.path], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["end"]["snapshot"] == 8 and result["parts"] == 2
+    heavy = [m for m in result["loaded"] if m.startswith(("pypaimon.read", "pypaimon.table", "pypaimon.catalog",
+                                                           "polars", "pyarrow.dataset", "pypaimon.branch"))]
+    assert not heavy, heavy
+
+
+def test_limits_and_consumers_plan_on_the_driver(tables):
+    for extra in ({"read.stream.maxRowsPerTrigger": "10"}, {"consumer-id": "c"},
+                  {"read.stream.minRowsPerTrigger": "5", "read.stream.maxTriggerDelayMs": "100"}):
+        o = parse_options({"path": "db.events", "warehouse": tables.path, "from": "earliest", **extra})
+        planner = StreamPlanner(o, ReadSpec(columns=tuple(APPEND.names), streaming=True), parallelism=2)
+        assert not planner.deferred and planner.planner is not None
+        start = planner.initial_offset()
+        planner.prepare_available_now()
+        end = planner.latest_offset(start, Limits(rows=10) if "read.stream.maxRowsPerTrigger" in extra else Limits())
+        assert all(isinstance(t, SplitTask) for t in planner.tasks(start, end))

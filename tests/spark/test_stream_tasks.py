@@ -143,3 +143,59 @@ def test_limits_and_consumers_plan_on_the_driver(tables):
         planner.prepare_available_now()
         end = planner.latest_offset(start, Limits(rows=10) if "read.stream.maxRowsPerTrigger" in extra else Limits())
         assert all(isinstance(t, SplitTask) for t in planner.tasks(start, end))
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from tests.spark.conftest import local_spark
+
+    yield from local_spark("paimon-tail-stream-tasks")
+
+
+def test_full_reads_use_the_rust_reader_in_pyspark_workers(spark, tables):
+    """A full start (and a batch read) merges buckets through pypaimon's Rust reader inside PySpark's forked Python
+    workers, with the rows of pypaimon's Python merge read; deltas and row kinds keep the Python reader."""
+    from paimon_tail.compat.native_reads import OPTION
+
+    def _read_in_worker(tasks, schema_bytes):
+        """In a PySpark Python worker (forked from PySpark's daemon): the tasks' rows, and how often pypaimon's Rust
+        reader ran there (its own entry point, counted and called through). Nested: shipped by value."""
+        import json
+        import pyarrow as pa
+        import pypaimon.read.native_plan as native_plan
+
+        from paimon_tail.spark.runtime import read_task
+
+        schema = pa.ipc.read_schema(pa.py_buffer(schema_bytes))
+        calls = []
+        real = native_plan.native_read
+
+        def counting(*args, **kwargs):
+            calls.append(1)
+            return real(*args, **kwargs)
+
+        native_plan.native_read = counting
+        try:
+            rows = [json.dumps(r, sort_keys=True, default=str) for t in tasks for b in read_task(t, schema)
+                    for r in b.to_pylist()]
+        finally:
+            native_plan.native_read = real
+        return rows, len(calls)
+
+    deferred, schema = _micro_batches(tables, "orders", {"from": "latest-full"}, 2, True)
+    data = schema.serialize().to_pybytes()
+    results = spark.sparkContext.parallelize(deferred, len(deferred)).mapPartitions(
+        lambda tasks: [_read_in_worker(list(tasks), data)]).collect()
+    rows = collections.Counter(r for part, _ in results for r in part)
+    assert all(calls for _, calls in results), "the Rust reader did not run in a worker"
+    python = tables.table("orders").copy({OPTION: "false"})
+    rb = python.new_read_builder()
+    expected = collections.Counter(json.dumps(r, sort_keys=True, default=str)
+                                   for r in rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist())
+    assert rows == expected and sum(rows.values()) > 50
+    batch = spark.read.format("paimon_tail").option("warehouse", tables.path).load("db.orders")
+    assert collections.Counter(json.dumps(r.asDict(), sort_keys=True, default=str) for r in batch.collect()) == expected
+    changes, schema = _micro_batches(tables, "orders", {"from": "earliest", "read.changelog": "true"}, 2, True)
+    data = schema.serialize().to_pybytes()
+    assert not any(calls for _, calls in spark.sparkContext.parallelize(changes, len(changes)).mapPartitions(
+        lambda tasks: [_read_in_worker(list(tasks), data)]).collect())

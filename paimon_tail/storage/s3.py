@@ -137,7 +137,8 @@ class S3Client:
         # 0.15 s) for file IOs that cannot be one (compat/local_snapshots.py on `follow -e`'s quick path).
         pyarrow_file_io = sys.modules.get("pypaimon.filesystem.pyarrow_file_io")
         client = None
-        if pyarrow_file_io is not None and type(file_io) is pyarrow_file_io.PyArrowFileIO:  # not OSS (a subclass), not a caching or resolving wrapper
+        # not OSS (a subclass), not a caching or resolving wrapper
+        if pyarrow_file_io is not None and type(file_io) is pyarrow_file_io.PyArrowFileIO:
             options = file_io.properties.to_map()
             if urlsplit(options.get("warehouse") or "").scheme in _S3_SCHEMES:
                 config = config_from_options(options)

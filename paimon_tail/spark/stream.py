@@ -9,8 +9,8 @@ micro-batches. Planning is ``SnapshotPlanner``'s (the follower's), start positio
 
 Spark runs this in a Python process of its own, started for each query. Opening a table through pypaimon there
 imports pypaimon's whole read path (1-2 s before the first micro-batch, Spark's parquet stream has nothing like
-it). So on a local warehouse, when nothing needs the splits on the driver (no read limit, no minimum rows per
-trigger, no consumer), offsets come from the snapshot files alone (``compat/local_snapshots.py``) and each task
+it). So on a local warehouse, when nothing needs the splits on the driver (no limit but snapshots per trigger, no
+minimum rows per trigger, no consumer), offsets come from the snapshot files alone (``compat/local_snapshots.py``) and each task
 plans the snapshots it reads (``runtime.SnapshotTask``, in the executors' Python workers, which import pypaimon
 once and are reused). Otherwise the driver plans the splits, as before.
 """
@@ -83,8 +83,9 @@ class StreamPlanner:
         self.table = None
         self.planner = None  # pypaimon's planning, opened when the driver needs splits (``_planning``)
         # splits are planned by the tasks that read them unless a limit, a minimum or a consumer needs them here
-        self.deferred = not (options.max_rows or options.max_files or options.max_bytes or options.max_snapshots
-                             or options.min_rows or options.consumer_id)
+        # (a number of snapshots per trigger needs none: it counts whole snapshots)
+        self.deferred = not (options.max_rows or options.max_files or options.max_bytes or options.min_rows
+                             or options.consumer_id)
         meta = _local_table(options) if self.deferred else None
         if meta is not None:
             from ..compat.local_snapshots import LocalSnapshotManager
@@ -172,6 +173,10 @@ class StreamPlanner:
         if limits.unlimited:
             self._check_gap(pos.snapshot)
             return Position(bound + 1).to_offset()
+        if self.deferred and not (limits.rows or limits.files or limits.bytes):
+            # snapshots only: whole snapshots from ``pos`` (a full read counts as one), no split needed here
+            self._check_gap(pos.snapshot)
+            return Position(min(pos.snapshot + limits.snapshots, bound + 1)).to_offset()
         rows = files = nbytes = snapshots = 0
         taken = False
         cur = pos

@@ -60,6 +60,30 @@ def tables(wh: TestWarehouse) -> TestWarehouse:
     return wh
 
 
+@pytest.mark.parametrize("name, start, expected", [("events", "earliest", [(1, False), (3, False), (5, False),
+                                                                             (7, False), (8, False)]),
+                                                    ("orders", "latest-full", [(4, True), (5, False)])])
+def test_snapshots_per_trigger_are_counted_without_planning(tables, name, start, expected):
+    """read.stream.maxSnapshotsPerTrigger: the same offsets as the driver's planning gives, and no split planned."""
+    def walk(deferred: bool) -> list:
+        o = parse_options({"path": f"db.{name}", "warehouse": tables.path, "from": start,
+                           "read.stream.maxSnapshotsPerTrigger": "2"})
+        planner = StreamPlanner(o, ReadSpec(columns=tuple(f.name for f in tables.table(name).fields),
+                                            streaming=True), parallelism=2)
+        assert planner.deferred
+        planner.deferred = deferred
+        offsets = [planner.initial_offset()]
+        while True:
+            end = planner.latest_offset(offsets[-1], Limits(snapshots=2))
+            if end == offsets[-1]:
+                assert (planner.planner is None) == deferred  # nothing planned on the driver
+                return offsets
+            offsets.append(end)
+
+    light = walk(True)
+    assert light == walk(False) and [(o["snapshot"], o["full"]) for o in light] == expected
+
+
 @pytest.mark.parametrize("name, options", [
     ("events", {"from": "earliest"}),
     ("events", {"from": "latest-full"}),

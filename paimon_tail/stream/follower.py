@@ -184,8 +184,6 @@ class Follower:
 
     def _setup(self, table) -> None:
         """Builders for one table schema (rebuilt when the schema evolves)."""
-        from ..compat.native_reads import with_native_reads
-
         o = self.options
         if o.batch_size:
             table = table.copy({"read.batch-size": str(o.batch_size)})
@@ -201,15 +199,10 @@ class Follower:
         builder = self._builder(table, predicate)
         self.table = table
         self.schema_id = table.table_schema.id
-        # pypaimon's Rust reader (local tables) for full reads, where a primary-key table's buckets are merged:
-        # 6-10x pypaimon's Python merge. Deltas and diffs keep the Python reader: the Rust one fails on some deltas
-        # of evolved schemas and gives merged rows +I where Python gives the last record's kind (docs/compatibility.md;
-        # a full read's rows are all +I anyway).
-        native = with_native_reads(table)
-        full_read = self._builder(native, predicate).new_read() if native is not table else None
         # DiffRead: --catch-up diff on primary-key tables plans BucketDiff splits (stream/diff.py)
         self.read = DiffRead(builder.new_read(), table, predicate, o.row_kind)
-        self.full_read = full_read or self.read
+        self._predicate = predicate
+        self._full_read = None  # made when a full read comes (it loads pypaimon-rust)
         files = self.planner.files if self.planner is not None else None  # it knows the latest snapshot
         self.planner = SnapshotPlanner(builder.new_streaming_scan(), bucket_filter=self._bucket_filter(), files=files)
         self.reader = SplitReader(self.read, workers=o.read_workers, retry=self.retry, batch_rows=o.batch_size)
@@ -228,6 +221,20 @@ class Follower:
         if bucket_filter is not None:
             builder.with_bucket_filter(bucket_filter)
         return builder
+
+    @property
+    def full_read(self):
+        """The read of a table's content: pypaimon's Rust reader on local tables, where a primary-key table's
+        buckets are merged 6-10x faster than by pypaimon's Python merge. Deltas and diffs keep the Python reader:
+        the Rust one fails on some deltas of evolved schemas and gives merged rows +I where Python gives the last
+        record's kind (docs/compatibility.md; a full read's rows are all +I anyway)."""
+        if self._full_read is None:
+            from ..compat.native_reads import with_native_reads
+
+            native = with_native_reads(self.table)
+            self._full_read = self._builder(native, self._predicate).new_read() if native is not self.table \
+                else self.read
+        return self._full_read
 
     def _table_read(self, planned: "_Planned"):
         """The read for a planned snapshot: the table's full content through the full read, changes through

@@ -175,8 +175,8 @@ class SplitTask:
 @dataclass
 class SnapshotTask:
     """One Spark input partition planned where it is read: snapshots of one table (their full plans with ``full``,
-    else their delta plans), of which this task reads the splits ``shard``, ``shard + shards``, ... in
-    ``split_order``. Every task of a micro-batch plans the same snapshots the same way, so the shards of a snapshot
+    else their delta plans), of which this task reads its ``shard`` of ``shards`` (``shard_of``: the splits
+    ``shard``, ``shard + shards``, ... in ``split_order``, or a range of an append table's rows). Every task of a micro-batch plans the same snapshots the same way, so the shards of a snapshot
     are its splits, each read once. The streaming planner hands these out when it needs no split on the driver
     (``stream.py``): the driver's Python process then never imports pypaimon's read path."""
 
@@ -233,14 +233,31 @@ def snapshot_splits(planner, snapshot_id: int, full: bool) -> list:
     return sorted(splits, key=split_order)
 
 
+def shard_of(splits: list, shard: int, shards: int, append: bool) -> list:
+    """Task ``shard`` of ``shards``'s part of one plan's splits: every ``shards``-th split; or, for an append table
+    with fewer splits than tasks (a snapshot of one big file), a contiguous range of the plan's rows (pypaimon's
+    ``slice_append_splits``, as its own sharded scans do), so that the tasks share the file. Every row is in one
+    part."""
+    if shards == 1:
+        return splits
+    if append and len(splits) < shards:
+        from pypaimon.read.scan_distribution import shard_range, slice_append_splits
+
+        total = sum(int(f.row_count) for split in splits for f in split.files)
+        start, end = shard_range(total, shard, shards)
+        return slice_append_splits(splits, start, end)
+    return splits[shard::shards]
+
+
 def _read_snapshots(task: SnapshotTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     from ..stream.planner import SnapshotPlanner
 
     table = get_table(task.catalog, task.table, task.schema_id)
     planner = SnapshotPlanner(task.spec.builder(table).new_streaming_scan())
     read = table_read(task.catalog, task.table, task.spec, task.schema_id, merged=task.full)
+    append = not table.is_primary_key_table
     for snapshot_id in task.snapshots:
-        for split in snapshot_splits(planner, snapshot_id, task.full)[task.shard::task.shards]:
+        for split in shard_of(snapshot_splits(planner, snapshot_id, task.full), task.shard, task.shards, append):
             yield from _read_split(read, split, schema, task.spec.batch_size)
 
 

@@ -223,3 +223,14 @@ def test_full_reads_use_the_rust_reader_in_pyspark_workers(spark, tables):
     data = schema.serialize().to_pybytes()
     assert not any(calls for _, calls in spark.sparkContext.parallelize(changes, len(changes)).mapPartitions(
         lambda tasks: [_read_in_worker(list(tasks), data)]).collect())
+
+
+def test_one_file_of_an_append_table_is_shared_by_the_tasks(tables):
+    """A micro-batch of one snapshot holding one file (the usual append commit): the tasks read ranges of its rows
+    (pypaimon's slice_append_splits), so every core works; together they read each row once."""
+    deferred, schema = _micro_batches(tables, "events", {"from": "snapshot:7"}, 3, True)
+    assert [(t.snapshots, t.shard, t.shards) for t in deferred] == [((7,), i, 3) for i in range(3)]
+    parts = [_rows([t], schema) for t in deferred]
+    assert [sum(p.values()) for p in parts] == [19, 19, 18]  # 56 rows
+    planned, _ = _micro_batches(tables, "events", {"from": "snapshot:7"}, 3, False)
+    assert len(planned) == 1 and sum(parts, collections.Counter()) == _rows(planned, schema)

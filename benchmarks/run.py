@@ -13,6 +13,8 @@
     python -m benchmarks concurrency [-- --clients 8]     # 8 concurrent clients: the service vs a grpc.aio echo
     python -m benchmarks soak --minutes 30 [--size tiny]  # memory, threads, fds and disk of every process over a
                                                           # long run, with its correctness checks (benchmarks/soak.py)
+    python -m benchmarks timestamps [--size tiny|medium] [--before PATH]   # JSON catch-up of a table with timestamps
+    python -m benchmarks fullread [--size tiny|full] [--before PATH]       # latest-full of a 20M-row primary-key table
 
 Figures are ratios to a baseline measured in the same run; results go to benchmarks/results/<name>-<size>-*.json
 and a table is printed. Exits non-zero only when a benchmark fails to run (missing or wrong rows), not when a
@@ -31,12 +33,13 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks import (catchup, cli_lookup, latency, memory, multi, objectstore, soak, stall,  # noqa: E402
-                        startup, terminal)
+from benchmarks import (catchup, cli_lookup, fullread, latency, memory, multi, objectstore, soak,  # noqa: E402
+                        stall, startup, terminal, timestamps)
 from benchmarks.common import ROOT, SIZES, machine, print_table, save  # noqa: E402
 
 BENCHES = ("latency", "catchup", "stall", "memory", "objectstore", "multi")
-SEPARATE = ("startup", "cli-lookup", "terminal", "soak")  # not in `all`: most start a query service of their own
+# not in `all`: services or tables of their own
+SEPARATE = ("startup", "cli-lookup", "terminal", "soak", "timestamps", "fullread")
 
 
 def log(msg: str) -> None:
@@ -56,6 +59,8 @@ def main(argv=None) -> int:
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--product", metavar="PATH", help="measure the paimon-tail source tree at PATH instead of the "
                     "installed one (e.g. `git worktree add /tmp/before <commit>` for a before/after table)")
+    ap.add_argument("--before", metavar="PATH", help="timestamps, fullread: also run the source tree at PATH in the "
+                    "same rounds (before/after in one run)")
     ap.add_argument("extra", nargs="*", help="arguments passed to lookup/spark")
     args = ap.parse_args(argv)
     if args.product:
@@ -124,6 +129,10 @@ def main(argv=None) -> int:
             rows, det = multi.run(size, log)
         elif name == "terminal":
             rows, det = terminal.run(size, log)
+        elif name == "timestamps":
+            rows, det = timestamps.run(size, log, before=str(Path(args.before).resolve()) if args.before else "")
+        elif name == "fullread":
+            rows, det = fullread.run(size, log, before=str(Path(args.before).resolve()) if args.before else "")
         else:
             naive = details.get("catchup", {}).get("naive pypaimon loop")
             rows, det = memory.run(size, log, naive=naive)

@@ -7,6 +7,7 @@
 | ``paimon-tail --help``, ``paimon-tail follow --help`` | ``python -c "import click"`` | ≤ 2x |
 | ``paimon-tail lookup db.kv KEY``, a service running | ``python -c "import grpc"`` | ≤ 2x |
 | ``paimon-tail follow db.small --from earliest -e`` (10 rows) | ``python -c "import pyarrow"`` | ≤ 3x |
+| ``paimon-tail follow db.kv --from latest -e``, nothing to read (20k rows; ``--size full``: also the 20M-row table of ``benchmarks/tables.py`` when built) | ``python -c "import pyarrow, polars"`` | ≤ 1.5x |
 
 The command and its yardstick run in turn (A B A B ...), and each figure is the median over the pairs of A's wall
 time divided by B's, so a machine that slows down during the run moves both. Wall time is spawn → exit; the
@@ -17,7 +18,7 @@ from __future__ import annotations
 import sys
 from typing import List
 
-from .common import Row, Service, Size, kv_warehouse, median, paimon_tail_cmd, spread, time_process
+from .common import DATA, Row, Service, Size, kv_warehouse, median, paimon_tail_cmd, spread, time_process
 
 
 def _pairs(cmd: List[str], yardstick: List[str], rounds: int, check) -> dict:
@@ -42,7 +43,8 @@ def run(size: Size, log) -> tuple:
     wh = kv_warehouse(20_000, log)
     py = sys.executable
     pt = paimon_tail_cmd()
-    click_, grpc_, pyarrow_ = ([py, "-c", f"import {m}"] for m in ("click", "grpc", "pyarrow"))
+    click_, grpc_, pyarrow_, polars_ = ([py, "-c", f"import {m}"]
+                                        for m in ("click", "grpc", "pyarrow", "pyarrow, polars"))
     cases = [
         ("--help", pt + ["--help"], click_, 2.0, lambda c, o: c == 0 and b"follow" in o),
         ("follow --help", pt + ["follow", "--help"], click_, 2.0, lambda c, o: c == 0 and b"--from" in o),
@@ -50,7 +52,14 @@ def run(size: Size, log) -> tuple:
          lambda c, o: c == 0 and o.count(b"\n") == 10),
         ("lookup KEY", pt + ["lookup", "db.kv", "4242", "-w", wh], grpc_, 2.0,
          lambda c, o: c == 0 and o == b'{"id":4242,"name":"name-4242","amount":2121.0}\n'),
+        ("follow -e, nothing to read", pt + ["follow", "db.kv", "-w", wh, "--from", "latest", "-e"], polars_, 1.5,
+         lambda c, o: c == 0 and o == b""),
     ]
+    big = DATA / "ts-pk-20000000-16-20" / "warehouse"
+    if size.name == "full" and (big.parent / "done.json").exists():  # built by `python -m benchmarks fullread`
+        cases.append(("follow -e, nothing to read, 20M rows",
+                      pt + ["follow", "db.t", "-w", str(big), "--from", "latest", "-e"], polars_, 1.5,
+                      lambda c, o: c == 0 and o == b""))
     service = Service(wh, "db.kv")
     rows, details = [], {}
     try:

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from .errors import ServiceError, UsageError
+from .stream.reader import coalesced
 
 HOWS = ("left", "inner")
 DEFAULT_IN_FLIGHT = 4
@@ -256,7 +257,7 @@ class LookupJoiner:
         pending: "deque[_Pending]" = deque()
         pool = ThreadPoolExecutor(self.plan.in_flight, thread_name_prefix="lookup-join")
         try:
-            for batch in _gathered(batches, self.plan.lookup_keys):
+            for batch in coalesced(iter(batches), self.plan.lookup_keys):
                 pending.append(self._start(batch, pool))
                 while len(pending) > self.plan.in_flight:
                     yield self._finish(pending.popleft())
@@ -284,30 +285,6 @@ class LookupJoiner:
         fields = [struct_type.field(i) for i in range(struct_type.num_fields)]
         children = [c if c.type == f.type else c.cast(f.type) for c, f in zip(children, fields)]
         return pa.StructArray.from_arrays(children, fields=fields, mask=pa.array(~found))
-
-
-def _gathered(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
-    """Consecutive batches joined into batches of at least ``rows`` rows (the last may be smaller)."""
-    group: List[pa.RecordBatch] = []
-    count = 0
-    for batch in batches:
-        if batch.num_rows >= rows and not group:
-            yield batch
-            continue
-        group.append(batch)
-        count += batch.num_rows
-        if count >= rows:
-            yield _concat(group)
-            group, count = [], 0
-    if group:
-        yield _concat(group)
-
-
-def _concat(batches: List[pa.RecordBatch]) -> pa.RecordBatch:
-    if len(batches) == 1:
-        return batches[0]
-    table = pa.Table.from_batches(batches).combine_chunks()
-    return table.to_batches()[0] if table.num_rows else batches[0]
 
 
 def table_arrow_schema(meta) -> pa.Schema:

@@ -97,3 +97,25 @@ def test_pypaimon_scan_pieces_we_drive_exist(wh):
     scan = wh.create("log").new_stream_read_builder().new_streaming_scan()
     for name in _PYPAIMON_SCAN_ATTRIBUTES:
         assert hasattr(scan, name), name
+
+
+def test_small_batches_are_put_together_in_order():
+    """``coalesced``: runs of small batches (pypaimon's Rust reader hands out 1,024 rows at a time) become batches
+    of at least ``rows`` rows; a big one passes untouched; a new schema starts a new batch; nothing is lost."""
+    import pyarrow as pa
+
+    from paimon_tail.stream.reader import coalesced
+
+    def batch(start, n, name="id"):
+        return pa.record_batch([pa.array(range(start, start + n), pa.int64())], names=[name])
+
+    parts = [batch(0, 1024), batch(1024, 1024), batch(2048, 5000), batch(7048, 10), batch(7058, 9000),
+             batch(16058, 3, "other"), batch(16061, 4, "other")]
+    big = parts[4]
+    out = list(coalesced(iter(parts), 2500))
+    assert [b.num_rows for b in out] == [7048, 9010, 7]
+    assert [b.schema.names for b in out] == [["id"], ["id"], ["other"]]
+    assert pa.Table.from_batches(out[:2]).column("id").to_pylist() == list(range(16058))
+    assert out[2].column(0).to_pylist() == list(range(16058, 16065))
+    assert list(coalesced(iter([big]), 2500))[0] is big
+    assert list(coalesced(iter([]), 10)) == []

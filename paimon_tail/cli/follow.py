@@ -120,9 +120,7 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     each tagged with its table (_table).
     """
     from ..output import choose_format, make_renderer
-    from ..stream import FollowOptions, MultiFollower
-    from ..stream.multi import follower_for
-    from ..tail import tail
+    from ..stream.options import FollowOptions
 
     if fmt in CDC_FORMATS and meta:
         raise UsageError(f"--meta does not go with --format {fmt}: the event carries the table, snapshot and "
@@ -137,6 +135,21 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     fmt = choose_format(fmt, sys.stdout)
     refuse_binary_terminal(fmt, sys.stdout, force_binary)
     delimiter = parse_key_delimiter(key_delimiter)
+    if not show_stats:
+        from ..stream.quick import nothing_to_read
+
+        nothing = nothing_to_read(catalog, tables, options, fmt)
+        if nothing is not None:  # -e and nothing new: done without loading pypaimon's read path
+            renderer = make_renderer(fmt, key_delimiter=delimiter)
+            if fmt == "arrow":
+                renderer.begin(nothing.schema())  # an empty result is still a valid (empty) stream
+            renderer.close()
+            return
+
+    from ..stream import MultiFollower
+    from ..stream.multi import follower_for
+    from ..tail import tail
+
     follower = follower_for(catalog, tables, options,
                             on_event=lambda message: click.echo(f"paimon-tail: {message}", err=True))
     many = isinstance(follower, MultiFollower)

@@ -90,13 +90,23 @@ def _predicate(pb, op: str, column: str, value):
     return getattr(pb, op)(column, value)
 
 
-def table_read(catalog: Dict[str, str], ident: str, spec: ReadSpec, schema_id: int = 0):
-    """A ``TableRead`` for ``spec``, cached per process (executor Python workers are reused)."""
-    key = (_catalog_key(catalog), ident, spec, schema_id)
+def table_read(catalog: Dict[str, str], ident: str, spec: ReadSpec, schema_id: int = 0, merged: bool = False):
+    """A ``TableRead`` for ``spec``, cached per process (executor Python workers are reused).
+
+    ``merged``: the read of a table's content (a batch read, a streaming full plan), where primary-key buckets are
+    merged: through pypaimon's Rust reader on a local table (``compat/native_reads.py``, 6-10x the Python merge),
+    unless rows carry their kinds (the Rust merge gives a row ``+I`` where pypaimon gives its last record's kind).
+    Changes (delta plans) are read by pypaimon's Python reader, as in ``follow``."""
+    native = merged and not spec.row_kind
+    key = (_catalog_key(catalog), ident, spec, schema_id, native)
     with _lock:
         read = _reads.get(key)
     if read is None:
         table = get_table(catalog, ident, schema_id)
+        if native:
+            from ..compat.native_reads import with_native_reads
+
+            table = with_native_reads(table)
         read = spec.builder(table).new_read()
         with _lock:
             if len(_reads) > 64:
@@ -162,21 +172,93 @@ class SplitTask:
     splits: List[bytes] = field(default_factory=list)
 
 
-def read_task(task: SplitTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+@dataclass
+class SnapshotTask:
+    """One Spark input partition planned where it is read: snapshots of one table (their full plans with ``full``,
+    else their delta plans), of which this task reads its ``shard`` of ``shards`` (``shard_of``: the splits
+    ``shard``, ``shard + shards``, ... in ``split_order``, or a range of an append table's rows). Every task of a micro-batch plans the same snapshots the same way, so the shards of a snapshot
+    are its splits, each read once. The streaming planner hands these out when it needs no split on the driver
+    (``stream.py``): the driver's Python process then never imports pypaimon's read path."""
+
+    catalog: Dict[str, str]
+    table: str
+    schema_id: int
+    spec: ReadSpec
+    snapshots: Tuple[int, ...]
+    full: bool = False
+    shard: int = 0
+    shards: int = 1
+
+
+def split_order(split) -> tuple:
+    """A stable order of one plan's splits: partition, bucket, then the split's files."""
+    partition = getattr(split.partition, "values", split.partition)
+    return (repr(tuple(partition) if partition is not None else ()), split.bucket,
+            tuple(f.file_name for f in split.files))
+
+
+def read_task(task, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Arrow batches of a task's splits, shaped to ``schema`` (the Spark schema as Arrow)."""
-    read = table_read(task.catalog, task.table, task.spec, task.schema_id)
+    if isinstance(task, SnapshotTask):
+        yield from _read_snapshots(task, schema)
+        return
+    read = table_read(task.catalog, task.table, task.spec, task.schema_id, merged=not task.spec.streaming)
     table = get_table(task.catalog, task.table, task.schema_id)
     for data in task.splits:
-        split = deserialize_split(table, data)
-        reader = read.to_arrow_batch_reader([split])
-        try:
-            for batch in reader:
-                if batch.num_rows:
-                    yield conform(batch, schema)
-        finally:
-            close = getattr(reader, "close", None)
-            if close is not None:
-                close()
+        yield from _read_split(read, deserialize_split(table, data), schema, task.spec.batch_size)
+
+
+def _read_split(read, split, schema: pa.Schema, rows: int) -> Iterator[pa.RecordBatch]:
+    """The split's batches, small ones put together up to ``rows`` (the Rust reader's are 1,024 rows, and every
+    batch is a round through PySpark's Arrow stream)."""
+    from ..stream.reader import split_batches
+
+    for batch in split_batches(read, [split], rows):
+        yield conform(batch, schema)
+
+
+def snapshot_splits(planner, snapshot_id: int, full: bool) -> list:
+    """The splits of snapshot ``snapshot_id``'s full or delta plan in ``split_order`` (as the driver plans them)."""
+    from ..errors import SnapshotExpired
+
+    snap = planner.snapshot(snapshot_id)
+    if snap is None:
+        raise SnapshotExpired(f"snapshot {snapshot_id} of this micro-batch cannot be found")
+    if full:
+        splits = list(planner.start_plan(snap).splits())
+    elif planner.should_scan(snap):
+        splits = list(planner.delta_plan(snap).splits())
+    else:
+        splits = []
+    return sorted(splits, key=split_order)
+
+
+def shard_of(splits: list, shard: int, shards: int, append: bool) -> list:
+    """Task ``shard`` of ``shards``'s part of one plan's splits: every ``shards``-th split; or, for an append table
+    with fewer splits than tasks (a snapshot of one big file), a contiguous range of the plan's rows (pypaimon's
+    ``slice_append_splits``, as its own sharded scans do), so that the tasks share the file. Every row is in one
+    part."""
+    if shards == 1:
+        return splits
+    if append and len(splits) < shards:
+        from pypaimon.read.scan_distribution import shard_range, slice_append_splits
+
+        total = sum(int(f.row_count) for split in splits for f in split.files)
+        start, end = shard_range(total, shard, shards)
+        return slice_append_splits(splits, start, end)
+    return splits[shard::shards]
+
+
+def _read_snapshots(task: SnapshotTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    from ..stream.planner import SnapshotPlanner
+
+    table = get_table(task.catalog, task.table, task.schema_id)
+    planner = SnapshotPlanner(task.spec.builder(table).new_streaming_scan())
+    read = table_read(task.catalog, task.table, task.spec, task.schema_id, merged=task.full)
+    append = not table.is_primary_key_table
+    for snapshot_id in task.snapshots:
+        for split in shard_of(snapshot_splits(planner, snapshot_id, task.full), task.shard, task.shards, append):
+            yield from _read_split(read, split, schema, task.spec.batch_size)
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -6,6 +6,13 @@ only matters when a read limit (``read.stream.maxRowsPerTrigger`` ...) cuts a bi
 micro-batches. Planning is ``SnapshotPlanner``'s (the follower's), start positions are ``resolve_start``'s
 (``follow --from``'s), and the consumer file is ``ConsumerStore``'s, so a Spark query with ``consumer-id`` and
 ``paimon-tail follow --consumer-id`` share one position format and one expiration guard.
+
+Spark runs this in a Python process of its own, started for each query. Opening a table through pypaimon there
+imports pypaimon's whole read path (1-2 s before the first micro-batch, Spark's parquet stream has nothing like
+it). So on a local warehouse, when nothing needs the splits on the driver (no limit but snapshots per trigger, no
+minimum rows per trigger, no consumer), offsets come from the snapshot files alone (``compat/local_snapshots.py``) and each task
+plans the snapshots it reads (``runtime.SnapshotTask``, in the executors' Python workers, which import pypaimon
+once and are reused). Otherwise the driver plans the splits, as before.
 """
 from __future__ import annotations
 
@@ -15,12 +22,11 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import SnapshotExpired, SnapshotGap
-from ..stream.consumer import ConsumerStore
-from ..stream.planner import SnapshotPlanner
 from ..stream.positions import resolve_start
 from .options import SourceOptions
 from .runtime import (
-    ReadSpec, SplitTask, get_table, pack, serialize_split, split_bytes, split_files, split_weight,
+    ReadSpec, SnapshotTask, SplitTask, get_table, pack, serialize_split, split_bytes, split_files, split_order,
+    split_weight,
 )
 
 
@@ -62,35 +68,54 @@ class Limits:
         return not (self.rows or self.files or self.bytes or self.snapshots)
 
 
-def _sort_key(split) -> tuple:
-    partition = getattr(split.partition, "values", split.partition)
-    first = split.files[0].file_name if split.files else ""
-    return (repr(tuple(partition) if partition is not None else ()), split.bucket, first)
-
-
 class StreamPlanner:
-    """Offsets → splits for one streaming query (lives in Spark's long-running driver-side Python process)."""
+    """Offsets → tasks for one streaming query (lives in Spark's long-running driver-side Python process)."""
 
     def __init__(self, options: SourceOptions, spec: ReadSpec, cache_size: int = 256, parallelism: int = 1) -> None:
         self.options = options
         self.parallelism = parallelism
         self.spec = spec
-        self.table = get_table(options.catalog, options.table, fresh=True)
-        self.schema_id = self.table.table_schema.id
-        self.planner = SnapshotPlanner(spec.builder(self.table).new_streaming_scan())
         self.target: Optional[int] = None  # availableNow: the latest snapshot when the query started
         self._units: "OrderedDict[Tuple[int, bool], List[SplitInfo]]" = OrderedDict()
         self._cache_size = cache_size
         self._consumer_written: Optional[int] = None
         self._last_trigger: Optional[float] = None  # read.stream.maxTriggerDelayMs counts from here
+        self.table = None
+        self.planner = None  # pypaimon's planning, opened when the driver needs splits (``_planning``)
+        # splits are planned by the tasks that read them unless a limit, a minimum or a consumer needs them here
+        # (a number of snapshots per trigger needs none: it counts whole snapshots)
+        self.deferred = not (options.max_rows or options.max_files or options.max_bytes or options.min_rows
+                             or options.consumer_id)
+        meta = _local_table(options) if self.deferred else None
+        if meta is not None:
+            from ..compat.local_snapshots import LocalSnapshotManager
+            from ..storage.snapshots import SnapshotFiles
+
+            self.schema_id = meta.schema_id
+            self.files = SnapshotFiles(LocalSnapshotManager(meta.path))
+        else:
+            self.deferred = False
+            self._planning()
+            self.files = self.planner.files
+
+    def _planning(self):
+        """pypaimon's table and ``SnapshotPlanner`` (imports pypaimon's read path: only when splits are needed)."""
+        if self.planner is None:
+            from ..stream.planner import SnapshotPlanner
+
+            self.table = get_table(self.options.catalog, self.options.table, fresh=True)
+            self.schema_id = self.table.table_schema.id
+            files = getattr(self, "files", None)
+            self.planner = SnapshotPlanner(self.spec.builder(self.table).new_streaming_scan(), files=files)
+        return self.planner
 
     # -- positions ---------------------------------------------------------------------------------------
     def initial_offset(self) -> dict:
         o = self.options
         if o.consumer_id:
-            position = ConsumerStore(self.table).get(o.consumer_id)
+            position = self._consumers().get(o.consumer_id)
             if position is not None:
-                earliest = self.planner.earliest_id()
+                earliest = self.files.earliest_id()
                 if earliest is not None and position < earliest:
                     raise SnapshotExpired(
                         f"consumer {o.consumer_id} is at snapshot {position}, which has expired "
@@ -98,7 +123,7 @@ class StreamPlanner:
                         hint=f"reset it with: paimon-tail consumers {o.table} --reset {o.consumer_id} --to {earliest}",
                     )
                 return Position(position).to_offset()
-        resolved = resolve_start(o.start, self.planner.files)
+        resolved = resolve_start(o.start, self.files)
         if resolved is None:  # empty table: everything from snapshot 1 on is new
             return Position(1).to_offset()
         if resolved.full_snapshot_id is not None:
@@ -106,13 +131,13 @@ class StreamPlanner:
         return Position(resolved.next_snapshot_id).to_offset()
 
     def prepare_available_now(self) -> None:
-        latest = self.planner.latest()
+        latest = self.files.latest()
         self.target = latest.id if latest is not None else 0
 
     def bound(self) -> Optional[int]:
         if self.target is not None:
             return self.target
-        latest = self.planner.latest()
+        latest = self.files.latest()
         return latest.id if latest is not None else None
 
     def latest_offset(self, start: dict, limits: Limits) -> dict:
@@ -148,6 +173,10 @@ class StreamPlanner:
         if limits.unlimited:
             self._check_gap(pos.snapshot)
             return Position(bound + 1).to_offset()
+        if self.deferred and not (limits.rows or limits.files or limits.bytes):
+            # snapshots only: whole snapshots from ``pos`` (a full read counts as one), no split needed here
+            self._check_gap(pos.snapshot)
+            return Position(min(pos.snapshot + limits.snapshots, bound + 1)).to_offset()
         rows = files = nbytes = snapshots = 0
         taken = False
         cur = pos
@@ -171,21 +200,23 @@ class StreamPlanner:
         return cur.to_offset()
 
     def latest_available(self) -> Optional[dict]:
-        latest = self.planner.latest()
+        latest = self.files.latest()
         return Position(latest.id + 1).to_offset() if latest is not None else None
 
     # -- planning ----------------------------------------------------------------------------------------
     def _check_gap(self, snapshot_id: int) -> None:
-        earliest = self.planner.earliest_id()
+        earliest = self.files.earliest_id()
         if earliest is not None and snapshot_id < earliest:
             raise SnapshotGap(snapshot_id, earliest)
 
     def _refresh_schema(self, schema_id: int) -> None:
+        from ..stream.planner import SnapshotPlanner
+
         if schema_id <= self.schema_id:
             return
         self.table = get_table(self.options.catalog, self.options.table, schema_id, fresh=True)
         self.schema_id = self.table.table_schema.id
-        self.planner = SnapshotPlanner(self.spec.builder(self.table).new_streaming_scan())
+        self.planner = SnapshotPlanner(self.spec.builder(self.table).new_streaming_scan(), files=self.files)
 
     def unit(self, pos: Position) -> Optional[List[SplitInfo]]:
         """The splits of one snapshot's full or delta plan, in a stable order; None if it does not exist yet."""
@@ -194,10 +225,11 @@ class StreamPlanner:
         if infos is not None:
             self._units.move_to_end(key)
             return infos
-        snap = self.planner.snapshot(pos.snapshot)
+        snap = self.files.read(pos.snapshot)
         if snap is None:
             self._check_gap(pos.snapshot)
             return None
+        self._planning()
         self._refresh_schema(snap.schema_id)
         if pos.full:
             splits = list(self.planner.start_plan(snap).splits())
@@ -205,7 +237,7 @@ class StreamPlanner:
             splits = list(self.planner.delta_plan(snap).splits())
         else:
             splits = []
-        splits.sort(key=_sort_key)
+        splits.sort(key=split_order)
         cost = self.options.open_file_cost
         infos = [
             SplitInfo(serialize_split(s), int(s.row_count), split_files(s), split_bytes(s), split_weight(s, cost))
@@ -230,7 +262,10 @@ class StreamPlanner:
             cur = cur.next_snapshot()
         return out
 
-    def tasks(self, start: dict, end: dict) -> List[SplitTask]:
+    def tasks(self, start: dict, end: dict) -> list:
+        first, stop = Position.of(start), Position.of(end)
+        if self.deferred and first.index == 0 and stop.index == 0:
+            return self._snapshot_tasks(first, stop)
         infos = self.plan(start, end)
         groups = pack([i.weight for i in infos], self.options.target_split_size, self.parallelism,
                       self.options.open_file_cost)
@@ -239,21 +274,61 @@ class StreamPlanner:
             for g in groups
         ]
 
+    def _snapshot_tasks(self, first: Position, stop: Position) -> List[SnapshotTask]:
+        """Whole snapshots from ``first`` up to ``stop``, planned by the tasks that read them: snapshots dealt
+        round-robin over the parallelism, or, when there are fewer snapshots than tasks (a full read), each
+        snapshot's splits dealt over several tasks."""
+        ids = list(range(first.snapshot, stop.snapshot)) if stop.snapshot > first.snapshot else []
+        if first.full and ids[:1] == [first.snapshot]:
+            full, ids = [first.snapshot], ids[1:]
+        else:
+            full = []
+        schema_id = self.schema_id
+        for sid in full + ids:  # the tasks open the table at the newest schema of their snapshots
+            snap = self.files.read(sid)
+            if snap is None:
+                self._check_gap(sid)
+                raise SnapshotExpired(f"snapshot {sid} of this micro-batch cannot be found")
+            schema_id = max(schema_id, snap.schema_id)
+        n = max(1, self.parallelism)
+        o, spec = self.options, self.spec
+        tasks = [SnapshotTask(o.catalog, o.table, schema_id, spec, (sid,), True, i, n) for sid in full for i in range(n)]
+        if len(ids) >= n:
+            tasks += [SnapshotTask(o.catalog, o.table, schema_id, spec, tuple(ids[i::n])) for i in range(n)]
+        else:
+            shards = -(-n // len(ids)) if ids else 0
+            tasks += [SnapshotTask(o.catalog, o.table, schema_id, spec, (sid,), False, i, shards)
+                      for sid in ids for i in range(shards)]
+        return tasks
+
     def commit(self, end: dict) -> None:
         pos = Position.of(end)
         for key in [k for k in self._units if k[0] < pos.snapshot]:
             del self._units[key]
         self._write_consumer(pos.snapshot)
 
+    def _consumers(self):
+        from ..stream.consumer import ConsumerStore
+
+        self._planning()
+        return ConsumerStore(self.table)
+
     def _write_consumer(self, next_snapshot: int) -> None:
         if self.options.consumer_id and next_snapshot != self._consumer_written:
-            ConsumerStore(self.table).set(self.options.consumer_id, next_snapshot)
+            self._consumers().set(self.options.consumer_id, next_snapshot)
             self._consumer_written = next_snapshot
 
     def consumer_position(self) -> Optional[int]:
         if not self.options.consumer_id:
             return None
-        return ConsumerStore(self.table).get(self.options.consumer_id)
+        return self._consumers().get(self.options.consumer_id)
+
+
+def _local_table(options: SourceOptions):
+    """The table's latest schema, read from a local warehouse without pypaimon (None: open it through pypaimon)."""
+    from ..compat.table_meta import read_local
+
+    return read_local(options.table, dict(options.catalog))
 
 
 def limits_from(options: SourceOptions) -> Limits:

@@ -1,10 +1,26 @@
-"""Following tables snapshot by snapshot: positions, planning, reading, consumer positions, notification."""
-from .consumer import ConsumerStore
-from .follower import FollowBatch, Follower, FollowOptions, FollowStats, follow
-from .multi import MultiFollower, MultiStats, follow_many
-from .positions import EndPosition, StartPosition, parse_end, parse_start
+"""Following tables snapshot by snapshot: positions, planning, reading, consumer positions, notification.
 
-__all__ = [
-    "ConsumerStore", "EndPosition", "FollowBatch", "Follower", "FollowOptions", "FollowStats", "MultiFollower",
-    "MultiStats", "StartPosition", "follow", "follow_many", "parse_end", "parse_start",
-]
+Exported lazily: ``options.py`` and ``quick.py`` (a command's options, and ``follow -e`` with nothing to read) must
+not load the follower, which imports pypaimon's read path.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "ConsumerStore": ".consumer", "FollowBatch": ".follower", "Follower": ".follower", "FollowOptions": ".options",
+    "FollowStats": ".follower", "follow": ".follower", "MultiFollower": ".multi", "MultiStats": ".multi",
+    "follow_many": ".multi", "EndPosition": ".positions", "StartPosition": ".positions", "parse_end": ".positions",
+    "parse_start": ".positions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module, __name__), name)
+
+
+__all__ = sorted(_LAZY)

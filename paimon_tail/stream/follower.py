@@ -16,7 +16,7 @@ import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable, Iterator, List, Optional, Sequence, Union
+from typing import AsyncIterator, Callable, Iterator, List, Optional, Sequence
 
 import pyarrow as pa
 
@@ -26,7 +26,8 @@ from .consumer import ConsumerStore
 from .filters import parse_where
 from .diff import DiffRead
 from .planner import SnapshotPlanner
-from .positions import EndPosition, ResolvedStart, StartPosition, parse_end, parse_start, resolve_start
+from .options import FollowOptions, _iso, meta_fields, output_schema
+from .positions import ResolvedStart, resolve_start
 from .reader import SplitReader
 from .walker import SnapshotWalker
 from ..storage.errors import endpoint_of
@@ -34,67 +35,8 @@ from ..atomic_file import local_path
 from ..storage.prefetch import Prefetcher
 from ..storage.retry import Outage, StorageHealth, StorageRetry
 
-DEFAULT_SCRIPT_STORAGE_TIMEOUT = 60.0
 PREFETCH_PLANS = 32
 META_COLUMNS = ("_snapshot_id", "_commit_time", "_bucket", "_partition")
-
-
-@dataclass
-class FollowOptions:
-    start: Union[StartPosition, str] = "latest-full"
-    until: Union[EndPosition, str, None] = None
-    exit_at_end: bool = False
-    select: Optional[Sequence[str]] = None
-    where: Union[str, Sequence[str], None] = None  # several: all must hold (AND)
-    row_kind: bool = False
-    meta: bool = False
-    consumer_id: Optional[str] = None
-    buckets: Optional[Sequence[int]] = None
-    shard: Optional[tuple] = None  # (index, count)
-    prefetch: bool = True
-    catch_up: str = "replay"  # replay: snapshot by snapshot | diff: one plan for the backlog (folds history)
-    on_gap: str = "error"  # error | skip
-    read_workers: int = 2
-    poll_interval: Optional[float] = None  # idle polling cadence (s); None: 0.25 on object stores, 0.5 locally
-    storage_timeout: Optional[float] = None  # None: 60 s with exit_at_end, else wait out any outage; 0: forever
-    batch_size: Optional[int] = 65536
-
-    def normalized(self) -> "FollowOptions":
-        start = self.start if isinstance(self.start, StartPosition) else parse_start(self.start)
-        until = self.until
-        if isinstance(until, str):
-            until = parse_end(until)
-        if self.catch_up not in ("replay", "diff"):
-            raise UsageError(f"bad catch-up mode {self.catch_up!r}: use replay or diff")
-        if self.on_gap not in ("error", "skip"):
-            raise UsageError(f"bad --on-gap {self.on_gap!r}: use error or skip")
-        if self.poll_interval is not None and self.poll_interval <= 0:
-            raise UsageError(f"bad poll interval {self.poll_interval}: use seconds > 0")
-        if self.storage_timeout is not None and self.storage_timeout < 0:
-            raise UsageError(f"bad storage timeout {self.storage_timeout}: use seconds >= 0 (0: wait forever)")
-        if self.shard is not None:
-            index, count = self.shard
-            if count < 1 or not 0 <= index < count:
-                raise UsageError(f"bad shard {index}/{count}: use I/N with 0 <= I < N")
-        _check_range(start, until)
-        return dataclasses.replace(self, start=start, until=until)
-
-    def effective_storage_timeout(self) -> Optional[float]:
-        """Scripts (``exit_at_end``) give up on an unreachable store after a minute; live follows wait."""
-        if self.storage_timeout is None:
-            return DEFAULT_SCRIPT_STORAGE_TIMEOUT if self.exit_at_end else None
-        return self.storage_timeout or None
-
-
-def _check_range(start: StartPosition, until: Optional[EndPosition]) -> None:
-    """An end before the start would print nothing and exit 0: refuse it when the positions say so alone."""
-    if until is None:
-        return
-    if until.snapshot_id is not None and start.snapshot_id is not None and until.snapshot_id < start.snapshot_id:
-        raise UsageError(f"--until snapshot:{until.snapshot_id} is before --from {start}: nothing to read")
-    if until.timestamp_ms is not None and start.timestamp_ms is not None and until.timestamp_ms < start.timestamp_ms:
-        raise UsageError(f"--until {_iso(until.timestamp_ms)} is before --from {_iso(start.timestamp_ms)}: "
-                         "nothing to read")
 
 
 def _check_buckets(table, options: FollowOptions, keep: Optional[Callable[[int], bool]]) -> None:
@@ -119,12 +61,6 @@ def _check_buckets(table, options: FollowOptions, keep: Optional[Callable[[int],
         if options.shard and options.buckets is not None:
             chosen += f" with --buckets {','.join(map(str, options.buckets))}"
         raise UsageError(f"{chosen} selects no bucket: {name} has {what}")
-
-
-def _iso(ms: int) -> str:
-    import datetime as _dt
-
-    return _dt.datetime.fromtimestamp(ms / 1000).isoformat(timespec="milliseconds")
 
 
 @dataclass
@@ -252,11 +188,7 @@ class Follower:
         if o.batch_size:
             table = table.copy({"read.batch-size": str(o.batch_size)})
         names = [f.name for f in table.fields]
-        builder = table.new_stream_read_builder()
-        if o.where:
-            predicate = parse_where(o.where, table.fields)
-            if predicate is not None:
-                builder.with_filter(predicate)
+        predicate = parse_where(o.where, table.fields) if o.where else None
         if o.select:
             unknown = [c for c in o.select if c not in names]
             if unknown:
@@ -264,29 +196,53 @@ class Follower:
                     f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} in --select",
                     hint=f"columns are {', '.join(names)}",
                 )
+        builder = self._builder(table, predicate)
+        self.table = table
+        self.schema_id = table.table_schema.id
+        # DiffRead: --catch-up diff on primary-key tables plans BucketDiff splits (stream/diff.py)
+        self.read = DiffRead(builder.new_read(), table, predicate, o.row_kind)
+        self._predicate = predicate
+        self._full_read = None  # made when a full read comes (it loads pypaimon-rust)
+        files = self.planner.files if self.planner is not None else None  # it knows the latest snapshot
+        self.planner = SnapshotPlanner(builder.new_streaming_scan(), bucket_filter=self._bucket_filter(), files=files)
+        self.reader = SplitReader(self.read, workers=o.read_workers, retry=self.retry, batch_rows=o.batch_size)
+
+    def _builder(self, table, predicate):
+        """A stream read builder for ``table`` with the follow's filter, projection, row kinds and buckets."""
+        o = self.options
+        builder = table.new_stream_read_builder()
+        if predicate is not None:
+            builder.with_filter(predicate)
+        if o.select:
             builder.with_projection(list(o.select))
         if o.row_kind:
             builder.with_include_row_kind(True)
         bucket_filter = self._bucket_filter()
         if bucket_filter is not None:
             builder.with_bucket_filter(bucket_filter)
-        self.table = table
-        self.schema_id = table.table_schema.id
-        # DiffRead: --catch-up diff on primary-key tables plans BucketDiff splits (stream/diff.py)
-        self.read = DiffRead(builder.new_read(), table, getattr(builder, "_predicate", None), o.row_kind)
-        files = self.planner.files if self.planner is not None else None  # it knows the latest snapshot
-        self.planner = SnapshotPlanner(builder.new_streaming_scan(), bucket_filter=bucket_filter, files=files)
-        self.reader = SplitReader(self.read, workers=o.read_workers, retry=self.retry)
+        return builder
+
+    @property
+    def full_read(self):
+        """The read of a table's content: pypaimon's Rust reader on local tables, where a primary-key table's
+        buckets are merged 6-10x faster than by pypaimon's Python merge. Deltas and diffs keep the Python reader:
+        the Rust one fails on some deltas of evolved schemas and gives merged rows +I where Python gives the last
+        record's kind (docs/compatibility.md; a full read's rows are all +I anyway)."""
+        if self._full_read is None:
+            from ..compat.native_reads import with_native_reads
+
+            native = with_native_reads(self.table)
+            self._full_read = self._builder(native, self._predicate).new_read() if native is not self.table \
+                else self.read
+        return self._full_read
+
+    def _table_read(self, planned: "_Planned"):
+        """The read for a planned snapshot: the table's full content through the full read, changes through
+        pypaimon's Python reader."""
+        return self.full_read if planned.kind == "full" else self.read
 
     def output_schema(self) -> pa.Schema:
-        from pypaimon.schema.data_types import PyarrowFieldParser
-
-        fields = list(PyarrowFieldParser.from_paimon_schema(self.read.read_type))
-        if self.options.row_kind:
-            fields.insert(0, pa.field("_row_kind", pa.string()))
-        if self.options.meta:
-            fields += _meta_fields()
-        return pa.schema(fields)
+        return output_schema(self.read.read_type, self.options)
 
     # -- planning -----------------------------------------------------------------------------------------
     def _walker_for_loop(self) -> SnapshotWalker:
@@ -486,7 +442,7 @@ class Follower:
             pa.array([partition] * n, pa.string()),
         ]
         arrays = list(batch.columns) + columns
-        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(list(batch.schema) + _meta_fields()))
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(list(batch.schema) + meta_fields()))
 
     async def _commit(self, next_snapshot_id: int) -> None:
         if self.consumers:
@@ -533,12 +489,13 @@ class Follower:
                     raise item
                 planned: _Planned = item
                 pending: Optional[FollowBatch] = None
-                stream = current = stream or self.reader.open(planned.splits)
+                stream = current = stream or self.reader.open(planned.splits, self._table_read(planned))
                 async for split, batch in stream:
                     if ahead is None and self.options.prefetch and stream.submitted_all and not plans.empty():
                         # Read-ahead: the next snapshot decodes in the reader's threads while this one is written.
                         nxt = plans.get_nowait()
-                        ahead = (nxt, self.reader.open(nxt.splits) if isinstance(nxt, _Planned) else None)
+                        ahead = (nxt, self.reader.open(nxt.splits, self._table_read(nxt))
+                                 if isinstance(nxt, _Planned) else None)
                     if planned.kind == "full" and self.options.row_kind:
                         batch = _as_inserts(batch)
                     if self.options.meta:
@@ -621,15 +578,6 @@ def _as_inserts(batch: pa.RecordBatch) -> pa.RecordBatch:
     kind the merge left on the newest version of the row."""
     kinds = pa.array(["+I"] * batch.num_rows, pa.string())
     return pa.RecordBatch.from_arrays([kinds, *batch.columns[1:]], schema=batch.schema)
-
-
-def _meta_fields() -> list:
-    return [
-        pa.field("_snapshot_id", pa.int64()),
-        pa.field("_commit_time", pa.timestamp("ms", tz="UTC")),
-        pa.field("_bucket", pa.int32()),
-        pa.field("_partition", pa.string()),
-    ]
 
 
 def _partition_text(split, table) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable, Dict, Iterator, List, Optional, Sequence, Union
@@ -267,6 +268,10 @@ def follower_for(catalog, tables: Sequence[str], options: FollowOptions,
     """What ``paimon-tail follow TABLE...`` runs: one table named → ``Follower``; several, or a glob (even one
     matching a single table, so a script's output keeps its shape) → ``MultiFollower``."""
     patterns = parse_patterns(tables)
+    if isinstance(catalog, CatalogConfig) and catalog.warehouse and os.path.isdir(catalog.warehouse):
+        # pypaimon's Rust reader takes absolute paths only (compat/native_reads.py); a warehouse that is not
+        # there is still named as typed in the error
+        catalog = catalog.resolved()
     if len(patterns) == 1 and not patterns[0].is_glob:
         return Follower(open_table(patterns[0].text, catalog), options)
     return MultiFollower(catalog, tables, options, on_event=on_event)

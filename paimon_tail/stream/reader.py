@@ -24,25 +24,52 @@ class _Stopped(Exception):
     pass
 
 
-def split_batches(table_read, splits: Sequence) -> Iterator[pa.RecordBatch]:
-    """Blocking iterator of the non-empty batches of ``splits`` (also used by the service's bucket mirror)."""
+def split_batches(table_read, splits: Sequence, rows: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+    """Blocking iterator of the non-empty batches of ``splits`` (also used by the service's bucket mirror); with
+    ``rows``, smaller batches are put together up to that many rows (pypaimon's Rust reader hands out 1,024 rows at a
+    time whatever ``read.batch-size`` says: 20,000 batches for a 20M-row table, each a hand-off and a write)."""
     reader = table_read.to_arrow_batch_reader(list(splits))
     try:
-        for batch in reader:
-            if batch.num_rows:
-                yield batch
+        batches = (batch for batch in reader if batch.num_rows)
+        yield from (batches if not rows else coalesced(batches, rows))
     finally:
         close = getattr(reader, "close", None)
         if close is not None:
             close()
 
 
+def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` with runs of small ones concatenated into batches of at least ``rows`` rows (the last may be
+    smaller; a batch that is big enough alone passes untouched). Order and content are kept."""
+    pending: List[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if not pending and batch.num_rows >= rows:
+            yield batch
+            continue
+        if pending and not batch.schema.equals(pending[0].schema):
+            yield _concat(pending)
+            pending, count = [], 0
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield _concat(pending)
+            pending, count = [], 0
+    if pending:
+        yield _concat(pending)
+
+
+def _concat(batches: List[pa.RecordBatch]) -> pa.RecordBatch:
+    return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+
+
 class SplitReader:
     """Reads splits with one ``TableRead``; one instance serves a whole follow session."""
 
     def __init__(self, table_read, workers: int = 2, queue_size: int = 4,
-                 retry: Optional[StorageRetry] = None) -> None:
+                 retry: Optional[StorageRetry] = None, batch_rows: Optional[int] = None) -> None:
         self.table_read = table_read
+        self.batch_rows = batch_rows  # smaller batches of a split are put together up to this many rows
         self.workers = max(1, workers)
         self.queue_size = max(1, queue_size)
         self.retry = retry or StorageRetry()
@@ -53,15 +80,17 @@ class SplitReader:
         # leave an open stream waiting for a split that is never read.
         self._pool.shutdown(wait=False)
 
-    def read_split_batches(self, split, stop: Optional[threading.Event] = None) -> Iterator[pa.RecordBatch]:
-        """The split's batches; when storage fails part-way, it is read again from the start once storage
-        answers, and the rows already handed out are skipped (a split reads back in the same order), so an
-        outage neither loses nor repeats a row."""
+    def read_split_batches(self, split, stop: Optional[threading.Event] = None,
+                           table_read=None) -> Iterator[pa.RecordBatch]:
+        """The split's batches (through ``table_read``, default the reader's); when storage fails part-way, it is
+        read again from the start once storage answers, and the rows already handed out are skipped (a split reads
+        back in the same order), so an outage neither loses nor repeats a row."""
+        table_read = table_read if table_read is not None else self.table_read
         delivered = attempt = 0
         while True:
             skip = delivered
             try:
-                for batch in split_batches(self.table_read, [split]):
+                for batch in split_batches(table_read, [split], self.batch_rows):
                     if skip:
                         if batch.num_rows <= skip:
                             skip -= batch.num_rows
@@ -76,9 +105,10 @@ class SplitReader:
                 self.retry.failed(e, attempt, stop)
                 attempt += 1
 
-    def open(self, splits: Sequence) -> "SplitStream":
-        """Start reading ``splits`` now (call from the event loop); iterate the result for ``(split, batch)``."""
-        return SplitStream(self, list(splits), asyncio.get_running_loop())
+    def open(self, splits: Sequence, table_read=None) -> "SplitStream":
+        """Start reading ``splits`` now (call from the event loop), through ``table_read`` (default the reader's);
+        iterate the result for ``(split, batch)``."""
+        return SplitStream(self, list(splits), asyncio.get_running_loop(), table_read)
 
     async def read(self, splits: Sequence) -> AsyncIterator[Tuple[object, pa.RecordBatch]]:
         """Yield ``(split, batch)`` in split order."""
@@ -98,8 +128,8 @@ class SplitStream:
     then ahead of the next stream's in the pool's FIFO queue.
     """
 
-    def __init__(self, reader: SplitReader, splits: List, loop: asyncio.AbstractEventLoop) -> None:
-        self.reader, self.splits, self.loop = reader, splits, loop
+    def __init__(self, reader: SplitReader, splits: List, loop: asyncio.AbstractEventLoop, table_read=None) -> None:
+        self.reader, self.splits, self.loop, self.table_read = reader, splits, loop, table_read
         self.stop = threading.Event()
         self.queues = [asyncio.Queue(maxsize=reader.queue_size) for _ in splits]
         self.submitted = 0
@@ -132,7 +162,7 @@ class SplitStream:
         try:
             if self.stop.is_set():
                 return
-            for batch in self.reader.read_split_batches(self.splits[index], self.stop):
+            for batch in self.reader.read_split_batches(self.splits[index], self.stop, self.table_read):
                 if self.stop.is_set():
                     return
                 self._put(q, batch)

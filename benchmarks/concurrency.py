@@ -32,6 +32,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
+from benchmarks.common import cpu_seconds  # noqa: E402
+
 SIZES = {"tiny": 20_000, "small": 200_000, "full": 1_000_000}
 
 
@@ -88,14 +90,17 @@ def _make_table(wh: str, n: int) -> None:
 
 
 # -- clients ------------------------------------------------------------------------------------------------
-def _client_proc(kind: str, target, threads: int, seconds: float, n: int, q) -> None:
-    """One client process: ``threads`` threads calling in a loop; puts its latencies (seconds) on ``q``."""
+def _client_proc(kind: str, target, threads: int, seconds: float, n: int, q, share: bool = True) -> None:
+    """One client process: ``threads`` threads calling in a loop; puts its latencies (seconds), errors, CPU seconds
+    of the measured part and calls shared by several keys on ``q``."""
     import grpc
 
     lat: List[float] = []
     errors = [0]
     lock = threading.Lock()
-    start = threading.Barrier(threads)
+    start = threading.Barrier(threads, action=lambda: cpu.append(time.process_time()))
+    cpu: List[float] = []
+    client = None
     if kind == "echo":
         channels = [grpc.insecure_channel(f"127.0.0.1:{p}") for p in target]
         calls = [ch.unary_unary("/bench.Echo/Echo", request_serializer=lambda b: b, response_deserializer=lambda b: b)
@@ -108,7 +113,7 @@ def _client_proc(kind: str, target, threads: int, seconds: float, n: int, q) -> 
         from paimon_tail.catalog import catalog_config
         from paimon_tail.service.client import LookupClient
 
-        client = LookupClient("db.t", catalog_config(target), timeout=10)
+        client = LookupClient("db.t", catalog_config(target), timeout=10, share_calls=share)
         client.get_sync(0)
 
         def one(rng):
@@ -142,29 +147,43 @@ def _client_proc(kind: str, target, threads: int, seconds: float, n: int, q) -> 
         t.start()
     for t in ts:
         t.join()
-    q.put((lat, errors[0]))
+    cpu.append(time.process_time())
+    shared = client.coalesced[0] if client is not None else 0
+    q.put((lat, errors[0], cpu[-1] - cpu[0], shared))
 
 
-def drive(kind: str, target, clients: int, procs: int, seconds: float, n: int) -> Dict[str, float]:
+def drive(kind: str, target, clients: int, procs: int, seconds: float, n: int, servers: List[int],
+          share: bool = True) -> Dict[str, float]:
+    """One round: latencies, throughput, and CPU per call of the clients (their measured part) and of the server
+    processes ``servers`` (their /proc times over the round, warm-up included: a slight overestimate)."""
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     per = max(1, clients // procs)
-    ps = [ctx.Process(target=_client_proc, args=(kind, target, per, seconds, n, q)) for _ in range(procs)]
+    ps = [ctx.Process(target=_client_proc, args=(kind, target, per, seconds, n, q, share)) for _ in range(procs)]
     for p in ps:
         p.start()
+    s0 = sum(cpu_seconds(p) for p in servers)
     lat: List[float] = []
     errors = 0
+    client_cpu = 0.0
+    shared = 0
     for _ in ps:
-        got, err = q.get(timeout=seconds + 120)
+        got, err, cpu, sh = q.get(timeout=seconds + 120)
         lat += got
         errors += err
+        client_cpu += cpu
+        shared += sh
+    server_cpu = sum(cpu_seconds(p) for p in servers) - s0
     for p in ps:
         p.join(30)
+    calls = max(1, len(lat))
     return {"per_s": len(lat) / seconds, "p50_ms": pct(lat, 0.5) * 1000, "p99_ms": pct(lat, 0.99) * 1000,
-            "errors": errors, "calls": len(lat)}
+            "errors": errors, "calls": len(lat), "client_us": client_cpu / calls * 1e6,
+            "server_us": server_cpu / calls * 1e6, "shared_calls": shared}
 
 
-def run(size: str = "tiny", clients: int = 8, procs: int = 2, seconds: float = 5.0, rounds: int = 2) -> dict:
+def run(size: str = "tiny", clients: int = 8, procs: int = 2, seconds: float = 5.0, rounds: int = 2,
+        unshared: bool = False) -> dict:
     n = SIZES[size]
     tmp = tempfile.mkdtemp(prefix="paimon-tail-bench-conc-")
     wh = os.path.join(tmp, "wh")
@@ -187,27 +206,43 @@ def run(size: str = "tiny", clients: int = 8, procs: int = 2, seconds: float = 5
         else:
             raise RuntimeError("serve did not become ready")
         threading.Thread(target=lambda: [None for _ in serve.stderr], daemon=True).start()
-        results: Dict[str, List[dict]] = {"echo": [], "service": []}
+        executors = _children(serve.pid)
+        kinds = [("echo", ports, [p.pid for p in echoes], True), ("service", wh, executors, True)]
+        if unshared:  # the service with every get_sync on a call of its own (LookupClient(share_calls=False))
+            kinds.append(("unshared", wh, executors, False))
+        results: Dict[str, List[dict]] = {k[0]: [] for k in kinds}
         for r in range(rounds):
-            for kind, target in (("echo", ports), ("service", wh)):
-                got = drive(kind, target, clients, procs, seconds, n)
+            for kind, target, servers, share in kinds:
+                got = drive("echo" if kind == "echo" else "service", target, clients, procs, seconds, n, servers,
+                            share)
                 results[kind].append(got)
                 log(f"round {r + 1} {kind:8s}: {got['per_s']:8.0f}/s  p50 {got['p50_ms']:.2f} ms  "
-                    f"p99 {got['p99_ms']:.2f} ms  errors {got['errors']}")
+                    f"p99 {got['p99_ms']:.2f} ms  CPU per call: clients {got['client_us']:.0f} us, servers "
+                    f"{got['server_us']:.0f} us; shared calls {got['shared_calls']}; errors {got['errors']}; "
+                    f"load {os.getloadavg()[0]:.1f}")
 
         def best(kind: str, key: str, fn=max) -> float:
             return fn(x[key] for x in results[kind])
 
+        def median(values: List[float]) -> float:
+            v = sorted(values)
+            return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
         out = {
             "size": size, "rows": n, "clients": clients, "client_processes": procs, "server_processes": 2,
             "seconds": seconds, "rounds": rounds, "load_average": round(os.getloadavg()[0], 2),
-            "echo_per_s": round(best("echo", "per_s")), "service_per_s": round(best("service", "per_s")),
-            "echo_p50_ms": round(best("echo", "p50_ms", min), 3),
-            "service_p50_ms": round(best("service", "p50_ms", min), 3),
-            "echo_p99_ms": round(best("echo", "p99_ms", min), 3),
-            "service_p99_ms": round(best("service", "p99_ms", min), 3),
             "errors": sum(x["errors"] for v in results.values() for x in v), "rounds_detail": results,
         }
+        for kind in results:
+            out[f"{kind}_per_s"] = round(best(kind, "per_s"))
+            out[f"{kind}_p50_ms"] = round(best(kind, "p50_ms", min), 3)
+            out[f"{kind}_p99_ms"] = round(best(kind, "p99_ms", min), 3)
+            out[f"{kind}_cpu_us"] = round(median([x["client_us"] + x["server_us"] for x in results[kind]]))
+            if kind != "echo":  # the same round's echo: the machine's moment
+                out[f"{kind}_round_ratios"] = [round(x["per_s"] / e["per_s"], 2)
+                                               for x, e in zip(results[kind], results["echo"])]
+                out[f"{kind}_round_p99_ratios"] = [round(x["p99_ms"] / e["p99_ms"], 2)
+                                                   for x, e in zip(results[kind], results["echo"])]
         out["throughput_ratio"] = round(out["service_per_s"] / out["echo_per_s"], 2)
         out["p99_ratio"] = round(out["service_p99_ms"] / out["echo_p99_ms"], 2)
         return out
@@ -223,6 +258,20 @@ def run(size: str = "tiny", clients: int = 8, procs: int = 2, seconds: float = 5
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _children(pid: int) -> List[int]:
+    """serve's executor processes (multiprocessing spawn children)."""
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    pids = []
+    for p in out:
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if b"spawn_main" in f.read():
+                    pids.append(int(p))
+        except OSError:
+            pass
+    return pids
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=tuple(SIZES), default="tiny")
@@ -230,14 +279,23 @@ def main(argv=None) -> int:
     ap.add_argument("--client-procs", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--unshared", action="store_true",
+                    help="also run the service with LookupClient(share_calls=False) in every round")
     args = ap.parse_args(argv)
-    out = run(args.size, args.clients, args.client_procs, args.seconds, args.rounds)
-    print(f"\n{'':28s}{'echo':>12s}{'service':>12s}{'ratio':>8s}  target")
-    print(f"{'lookups/s (best round)':28s}{out['echo_per_s']:>12d}{out['service_per_s']:>12d}"
-          f"{out['throughput_ratio']:>8.2f}  >= 0.70")
-    print(f"{'p50 ms':28s}{out['echo_p50_ms']:>12.2f}{out['service_p50_ms']:>12.2f}"
-          f"{out['service_p50_ms'] / out['echo_p50_ms']:>8.2f}")
-    print(f"{'p99 ms':28s}{out['echo_p99_ms']:>12.2f}{out['service_p99_ms']:>12.2f}{out['p99_ratio']:>8.2f}  <= 2.00")
+    out = run(args.size, args.clients, args.client_procs, args.seconds, args.rounds, args.unshared)
+    kinds = [k for k in ("service", "unshared") if f"{k}_per_s" in out]
+    print(f"\n{'':30s}{'echo':>10s}" + "".join(f"{k:>10s}{'ratio':>7s}" for k in kinds) + "  target")
+    for label, key, fmt, target in (("lookups/s (best round)", "per_s", "{:>10d}", ">= 0.70"),
+                                    ("p50 ms (best round)", "p50_ms", "{:>10.2f}", ""),
+                                    ("p99 ms (best round)", "p99_ms", "{:>10.2f}", "<= 2.00"),
+                                    ("CPU us per call (median)", "cpu_us", "{:>10d}", "")):
+        line = f"{label:30s}" + fmt.format(out[f"echo_{key}"])
+        for k in kinds:
+            line += fmt.format(out[f"{k}_{key}"]) + f"{out[f'{k}_{key}'] / out[f'echo_{key}']:>7.2f}"
+        print(line + f"  {target}")
+    for k in kinds:
+        print(f"{k}: per-round ratios to the same round's echo: lookups/s {out[f'{k}_round_ratios']}, "
+              f"p99 {out[f'{k}_round_p99_ratios']}")
     print(f"{out['clients']} clients in {out['client_processes']} processes, 2 server processes, {out['rows']} rows; "
           f"load average {out['load_average']}; errors {out['errors']}")
     results = Path(__file__).resolve().parent / "results"

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, List, Sequence
 
 from .protocol import lookup_pb2 as pb
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
+from paimon_tail.service.protocol import PROTOCOL_VERSION
 from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.client import LookupClient
 from paimon_tail.service.keys.routing import TableRouting
@@ -126,7 +127,7 @@ def test_bad_address_requests(svc):
     assert code == grpc.StatusCode.NOT_FOUND
 
     def hello(**over):
-        fields = dict(address="127.0.0.1:1", instance_id="x", index=-1, protocol_version=2,
+        fields = dict(address="127.0.0.1:1", instance_id="x", index=-1, protocol_version=PROTOCOL_VERSION,
                       warehouse=os.path.abspath(svc["wh"].path))
         fields.update(over)
         return pb.ExecutorReport(hello=pb.ExecutorHello(**fields)).SerializeToString()
@@ -136,7 +137,7 @@ def test_bad_address_requests(svc):
             ([heartbeat], "INVALID_ARGUMENT", "bad executor hello: the first message of a Join call must be a hello"),
             ([hello(index=7)], "FAILED_PRECONDITION", "bad executor index 7: the service has 2 slot(s)"),
             ([hello(address="")], "FAILED_PRECONDITION", "bad executor hello: no address or instance id"),
-            ([hello(protocol_version=1)], "FAILED_PRECONDITION", "executor speaks protocol 1, the service 2"),
+            ([hello(protocol_version=2)], "FAILED_PRECONDITION", "executor speaks protocol 2, the service 3"),
             ([hello(warehouse="/elsewhere")], "FAILED_PRECONDITION",
              f"the executor reads warehouse /elsewhere, the service serves {os.path.abspath(svc['wh'].path)}")):
         code, details = join(svc["address"], reports)

@@ -71,7 +71,7 @@ def test_executors_join_take_channels_and_hand_them_back(kv):
             assert st.channels == 16 and [len(e.channels) for e in st.executors] == [8, 8]
             assert all(e.info.joined and e.info.alive for e in st.executors)
             reg = json.load(open(f"{kv.path}/db.db/kv/service/service-paimon-tail-lookup"))
-            assert reg["protocol"] == 2 and reg["channels"] == 16
+            assert reg["protocol"] == 3 and reg["channels"] == 16
             assert sorted(a["address"] for a in reg["assignment"]) == sorted(e.info.address for e in st.executors)
             assert sorted(c for a in reg["assignment"] for c in a["channels"]) == list(range(16))
 

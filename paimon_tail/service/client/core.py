@@ -179,6 +179,8 @@ class Route:
         self.response = response
         self.fallback = fallback
         self.v2 = response.protocol_version >= 2 and response.channels > 0
+        # version 3: several typed keys in one request (what concurrent one-key calls share)
+        self.shared_calls = self.v2 and response.protocol_version >= 3
         if self.v2:
             self.channels = response.channels
             self.owners = np.asarray(response.owners, dtype=np.int64)
@@ -187,10 +189,11 @@ class Route:
             self.channels = response.num_executors
             self.owners = np.arange(self.channels, dtype=np.int64)
             self.executors = {i: e for i, e in enumerate(response.executors)}
+        self._owners = self.owners.tolist()  # one key's owner without numpy
         self.max_batch_keys = response.max_batch_keys
 
     def owner(self, part_hash: int, bucket: int) -> int:
-        return int(self.owners[channel(part_hash, bucket, self.channels)])
+        return self._owners[channel(part_hash, bucket, self.channels)]
 
     @classmethod
     def from_registration(cls, reg: regmod.Registration) -> Optional["Route"]:
@@ -209,7 +212,8 @@ class Route:
                     owners[c] = index
         if not executors:
             return None
-        return cls(reg, pb.ExecutorsResponse(protocol_version=PROTOCOL_VERSION, num_executors=len(executors),
+        return cls(reg, pb.ExecutorsResponse(protocol_version=min(reg.protocol, PROTOCOL_VERSION),
+                                             num_executors=len(executors),
                                              executors=executors, channels=reg.channels, owners=owners),
                    fallback=True)
 
@@ -497,10 +501,66 @@ class Lookup:
                             self.answered_at)
 
 
+class KeyAnswer:
+    """One key's part of an answer to several keys (a call shared by concurrent ``get``s): its row (or None), the
+    snapshot and schema it was read at, or why it was not answered (``again``: worth another try; ``failure``:
+    not)."""
+
+    __slots__ = ("snapshot_id", "schema_id", "row", "again", "failure")
+
+    def __init__(self, snapshot_id: int = 0, schema_id: int = 0, row: Optional[Dict[str, Any]] = None,
+                 again: str = "", failure: str = "") -> None:
+        self.snapshot_id, self.schema_id, self.row, self.again, self.failure = \
+            snapshot_id, schema_id, row, again, failure
+
+
+def value_of(v: pb.Value) -> Any:
+    """A ``Value``'s Python value (None when none is set: a null)."""
+    kind = v.WhichOneof("kind")
+    return getattr(v, kind) if kind is not None else None
+
+
+def rows_of(response: pb.LookupResponse, first_row: Callable) -> List[Dict[str, Any]]:
+    """The found rows of an answer, as dicts in ``found`` order: from its values (protocol 3) or its Arrow IPC."""
+    columns = list(response.columns)
+    if columns:
+        values = [value_of(v) for v in response.values]
+        w = len(columns)
+        return [dict(zip(columns, values[i:i + w])) for i in range(0, len(values), w)]
+    if len(response.found) == 1:
+        return [first_row(response.rows_ipc)]
+    return pa.ipc.open_stream(response.rows_ipc).read_all().to_pylist()
+
+
+def split_answer(call: "Call", outcome: Any, n: int, first_row: Callable) -> List[Any]:
+    """A shared call's outcome as each of its ``n`` keys' (``KeyAnswer``, or the call's ``grpc.RpcError``)."""
+    if isinstance(outcome, grpc.RpcError):
+        return [outcome] * n
+    snap, schema = outcome.snapshot_id, outcome.schema_id
+    answers = [KeyAnswer(snap, schema) for _ in range(n)]
+    try:
+        rows = rows_of(outcome, first_row) if len(outcome.found) else []
+    except Exception as e:
+        raise ServiceError(f"executor {call.executor} sent an unreadable answer: {e}") from None
+    for pos, row in zip(outcome.found, rows):
+        answers[pos].row = row
+    for failed in outcome.failed:
+        for pos in failed.positions:
+            if failed.retry:
+                answers[pos].again = f"executor {call.executor} at {call.address}: {failed.reason}"
+            else:
+                answers[pos].failure = failed.reason
+    return answers
+
+
 class OneKey:
     """``get``: one key, one call, its row as a dict. The same plan → absorb → settle as ``Lookup``, without
     numpy or Arrow tables: the key goes typed (``LookupRequest.key``) when its columns are integers or strings,
-    and the row is read straight into a dict (``wire.FirstRow``)."""
+    and the row comes back as values (protocol 3) or is read straight into a dict (``wire.FirstRow``). Its call
+    may be shared with other keys (``KeyAnswer``)."""
+
+    __slots__ = ("table", "request", "bucket", "part_hash", "min_snapshot", "deadline", "call_timeout",
+                 "_first_row", "attempts", "route", "row", "failure", "snapshot_id", "schema_id", "_reason")
 
     def __init__(self, table: str, request: pb.LookupRequest, bucket: int, part_hash: int,
                  min_snapshot: Optional[int], deadline: Deadline, call_timeout: float, first_row: Callable) -> None:
@@ -534,6 +594,12 @@ class OneKey:
         return [Call(ex, info.address, None, self.request, left if self.min_snapshot else min(self.call_timeout, left))]
 
     def absorb(self, call: Call, outcome: Any) -> bool:
+        """Take the call's response, this key's ``KeyAnswer`` of a shared call, or a ``grpc.RpcError``; True when
+        the channel should be dropped."""
+        if isinstance(outcome, KeyAnswer):
+            self.snapshot_id, self.schema_id, self.row = outcome.snapshot_id, outcome.schema_id, outcome.row
+            self._reason, self.failure = outcome.again, outcome.failure
+            return False
         if isinstance(outcome, grpc.RpcError):
             if self.route is not None and self.route.fallback and outcome.code() == grpc.StatusCode.UNAVAILABLE:
                 raise fallback_error(self.table, self.route, call, outcome)
@@ -547,8 +613,15 @@ class OneKey:
             else:
                 self.failure = failed.reason
             return False
+        if not len(outcome.found):
+            self.row = None
+            return False
         try:
-            self.row = self._first_row(outcome.rows_ipc) if len(outcome.found) else None
+            columns = outcome.columns
+            if len(columns):  # protocol 3: the row's values
+                self.row = dict(zip(columns, map(value_of, outcome.values)))
+            else:
+                self.row = self._first_row(outcome.rows_ipc)
         except Exception as e:
             raise ServiceError(f"executor {call.executor} sent an unreadable answer: {e}") from None
         return False
@@ -582,6 +655,7 @@ def check_select(select: Optional[Sequence[str]], columns, refresh: Callable[[],
                          hint=f"columns are {', '.join(columns)}")
 
 
-__all__ = ["Again", "Call", "Deadline", "Lookup", "LookupResult", "LookupTimeout", "OneKey", "Prepared", "Route",
+__all__ = ["Again", "Call", "Deadline", "KeyAnswer", "Lookup", "LookupResult", "LookupTimeout", "OneKey", "Prepared",
+           "Route", "rows_of", "split_answer", "value_of",
            "check_registration", "check_select", "discovery_deadline", "fallback_error", "raise_final", "retrying",
            "run_async", "run_sync", "standing_by", "unreachable", "unreachable_error"]

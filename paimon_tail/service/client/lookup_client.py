@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import grpc
 import numpy as np
@@ -35,6 +35,7 @@ from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
 from ..protocol.security import Security, make_channel, make_sync_channel
 from ..protocol.wire import FirstRow, ipc_stream
+from .coalesce import Coalescer
 from .core import (Again, Deadline, Lookup, LookupResult, LookupTimeout, OneKey, Prepared, Route, check_registration,
                    check_select, discovery_deadline, raise_final, retrying, run_async, run_sync, standing_by,
                    unreachable, unreachable_error)
@@ -49,7 +50,7 @@ class LookupClient:
     def __init__(self, table, catalog: Optional[CatalogConfig] = None, *, warehouse: Optional[str] = None,
                  options: Mapping[str, str] | Sequence[str] = (), config_file: Optional[str] = None,
                  security: Optional[Security] = None, timeout: float = 10.0, call_timeout: float = 2.0,
-                 batch_size: int = DEFAULT_BATCH, max_in_flight: int = 64) -> None:
+                 batch_size: int = DEFAULT_BATCH, max_in_flight: int = 64, share_calls: bool = True) -> None:
         if isinstance(table, str):
             if catalog is None:
                 catalog = catalog_config(warehouse, options, config_file)
@@ -80,6 +81,9 @@ class LookupClient:
         self._sync_channels: Dict[str, grpc.Channel] = {}
         self._sync_stubs: Dict[str, pbg.ExecutorServiceStub] = {}
         self._sync_lock = threading.Lock()
+        # concurrent get_sync calls to one executor share gRPC calls (coalesce.py); share_calls=False: never
+        self._coalescer = Coalescer(self._metadata, self._first_row) if share_calls else None
+        self._no_partition = self.routing.partition_hash(())
 
     # -- keys (no I/O) ------------------------------------------------------------------------------------
     def parse_keys(self, keys: Sequence[Any]) -> List[Dict[str, Any]]:
@@ -174,18 +178,20 @@ class LookupClient:
         key = self.parser.coerce(key, 0)
         routing = self.routing
         bucket = routing.bucket(key)
-        select = list(select or ())
-        check_select(select, self.meta.field_names, self.refresh_schema)
-        if self._typed_key:
-            values = [key[k] for k in self.parser.names]
-            request = pb.LookupRequest(table=self.name, buckets=[bucket], select=select,
+        if select:
+            select = list(select)
+            check_select(select, self.meta.field_names, self.refresh_schema)
+        if self._typed_key:  # the row comes back as values where the executor can (protocol 3)
+            request = pb.LookupRequest(table=self.name, buckets=(bucket,), select=select,
                                        min_snapshot_id=min_snapshot or 0, protocol_version=PROTOCOL_VERSION,
-                                       key=[pb.Value(int=v) if isinstance(v, int) else pb.Value(text=v) for v in values])
+                                       key=[pb.Value(int=v) if isinstance(v, int) else pb.Value(text=v)
+                                            for v in map(key.__getitem__, self.parser.names)], row_values=True)
         else:
-            request = pb.LookupRequest(table=self.name, buckets=[bucket], select=select,
+            request = pb.LookupRequest(table=self.name, buckets=(bucket,), select=select,
                                        min_snapshot_id=min_snapshot or 0, protocol_version=PROTOCOL_VERSION,
-                                       keys_ipc=ipc_stream(self.parser.to_arrow([key])))
-        return OneKey(self.name, request, bucket, routing.partition_hash(routing.partition_of(key)), min_snapshot,
+                                       keys_ipc=ipc_stream(self.parser.to_arrow([key])), row_values=True)
+        part_hash = routing.partition_hash(routing.partition_of(key)) if routing.partition_keys else self._no_partition
+        return OneKey(self.name, request, bucket, part_hash, min_snapshot,
                       Deadline(self.timeout if timeout is None else timeout), self.call_timeout, self._first_row)
 
     def _registration(self) -> regmod.Registration:
@@ -449,7 +455,7 @@ class LookupClient:
 
     def get_sync(self, key: Any, *, select: Optional[Sequence[str]] = None, min_snapshot: Optional[int] = None,
                  timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:
-        """``get`` without an event loop."""
+        """``get`` without an event loop. Threads calling it at once share calls to an executor (``coalesce.py``)."""
         op = self._one_key(key, select, min_snapshot, timeout)
 
         def attempt() -> None:
@@ -457,11 +463,15 @@ class LookupClient:
             calls = op.plan(route)
             if calls:
                 call = calls[0]
-                try:
-                    outcome = self._sync_stub(call.address).Lookup(call.request, timeout=call.timeout,
-                                                                   metadata=self._metadata)
-                except grpc.RpcError as e:
-                    outcome = e
+                if self._coalescer is not None and route.shared_calls and not op.min_snapshot and \
+                        len(call.request.key):
+                    outcome = self._coalescer.send(call, self._sync_stub)
+                else:
+                    try:
+                        outcome = self._sync_stub(call.address).Lookup(call.request, timeout=call.timeout,
+                                                                       metadata=self._metadata or None)
+                    except grpc.RpcError as e:
+                        outcome = e
                 if op.absorb(call, outcome):
                     self._drop_sync_channel(call.address)
             op.settle()
@@ -481,6 +491,12 @@ class LookupClient:
                 pb.StatusRequest(table=self.name), timeout=max(0.1, deadline.left()), metadata=self._metadata)
         except grpc.RpcError as e:
             raise _status_error(e, address) from None
+
+    @property
+    def coalesced(self) -> Tuple[int, int]:
+        """(calls ``get_sync`` shared among threads, keys they carried) so far (``coalesce.py``)."""
+        c = self._coalescer
+        return (c.shared_calls, c.shared_keys) if c is not None else (0, 0)
 
     def _close_sync_channels(self) -> None:
         with self._sync_lock:

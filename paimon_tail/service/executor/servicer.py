@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 import grpc
 import numpy as np
@@ -61,7 +61,7 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
         t0 = time.perf_counter()
         try:
             if len(request.key):
-                response = await self._one(state, request, context)
+                response = await self._typed(state, request, context)
             else:
                 response = await self._batch(state, request, context)
         except Refused as e:
@@ -72,68 +72,113 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
                           time.perf_counter() - t0)
         return response
 
-    # -- one key, without Arrow on the way in --------------------------------------------------------------
-    async def _one(self, state: TableState, request, context):
+    # -- keys as typed values (no Arrow on the way in; rows as values on the way out when asked) ----------------
+    async def _typed(self, state: TableState, request, context):
+        """Keys given as ``LookupRequest.key`` (one, or several in protocol 3): each found through its bucket's key
+        index and read from the batch that holds its row — no Arrow table of keys, no vectorised machinery for a
+        few keys. Rows go back as protobuf values (``row_values``, plain column types) or as Arrow IPC."""
         kinds = state.key_kinds
-        if len(request.key) != len(kinds) or len(request.buckets) != 1:
-            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"{len(request.key)} key values and "
-                          f"{len(request.buckets)} buckets for a key of {len(kinds)} columns")
+        width = len(kinds)
+        raw = request.key
+        buckets = request.buckets
+        n = len(buckets)
+        if not n or len(raw) != width * n or (n > 1 and request.protocol_version < 3):
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"{len(raw)} key values and {n} buckets for "
+                          f"{'keys' if n > 1 else 'a key'} of {width} columns")
         values = []
-        for value, kind in zip(request.key, kinds):
+        for i, value in enumerate(raw):
+            kind = kinds[i % width]
             got = value.WhichOneof("kind")
             if got != kind:
                 raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"keys do not fit the key columns: a {got} value "
                               f"for a {kind} column")
             values.append(value.int if kind == "int" else value.text)
-        bucket = request.buckets[0]
-        if not 0 <= bucket < state.routing.num_buckets:
-            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "bucket out of range")
+        num_buckets = state.routing.num_buckets
+        for b in buckets:
+            if not 0 <= b < num_buckets:
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "bucket out of range")
         view = await self._view(state, request, context) if request.min_snapshot_id > 0 else state.view
         if not view.ready:
             raise Refused(grpc.StatusCode.UNAVAILABLE, f"executor {self.ex.index} is still loading {state.name}")
         columns = self._columns(view, request) if len(request.select) else None
-        key = (tuple(values[i] for i in state.partition_positions), bucket)
         ex = self.ex
         ex.requests += 1
-        ex.keys_looked_up += 1
-        store = view.answering.get(key, _NOT_HERE)
-        if store is _NOT_HERE:
-            problem = self._problem(state, view, key)
-            if problem is not None:
-                if request.protocol_version < 2:
-                    raise Refused(problem.code, problem.reason)
-                return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
-                                         rows_ipc=state.empty_rows(view, columns), failed=[
-                                             pb.FailedKeys(positions=[0], reason=problem.reason, retry=problem.retry)])
-            store = None  # a served bucket without rows yet
-        if store is not None:
-            target = state.target(view, columns)
-            loop = asyncio.get_running_loop()
+        ex.keys_looked_up += n
+        target = state.target(view, columns)
+        parts = state.partition_positions
+        answering = view.answering
+        hits: list = []  # (position, run, row) of an exact store, or (position, None, one-row table)
+        failed: dict = {}  # reason → (positions, retry)
+        cold = False
+        for i in range(n):
+            kv = values[i * width:(i + 1) * width]
+            key = (tuple(kv[j] for j in parts), buckets[i])
+            store = answering.get(key, _NOT_HERE)
+            if store is _NOT_HERE:
+                problem = self._problem(state, view, key)
+                if problem is not None:
+                    if request.protocol_version < 2:
+                        raise Refused(problem.code, problem.reason)
+                    failed.setdefault(problem.reason, ([], problem.retry))[0].append(i)
+                continue  # (None: a served bucket without rows yet)
+            if store is None:
+                continue
             if store.exact:
-                v = values[0]
+                v = kv[0]
                 if not -_SIGN <= v < _SIGN:
                     raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "keys do not fit the key columns: out of range")
                 hit = store.find_one(state.hasher.one(v))
                 if hit is not None:
-                    run, row = hit
-                    # a row not on local disk yet (loading, or evicted) is read in a thread: the loop never waits
-                    batch = run.row(row, target) if run.built else \
-                        await loop.run_in_executor(ex.pool, run.row, row, target)
-                    return pb.LookupResponse(
-                        snapshot_id=view.snapshot_id, schema_id=view.schema_id, found=(0,),
-                        rows_ipc=stream_of(state.schema_message(view, columns), batch))
+                    hits.append((i, hit[0], hit[1]))
+                    cold = cold or not hit[0].built
             else:
-                keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, values)}, schema=state.key_schema)
+                keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, kv)}, schema=state.key_schema)
                 h, h2 = state.hasher.hashes(keys)
                 if state.warm(view):
                     req, rows = store.lookup(keys, h, h2, target)
                 else:
-                    req, rows = await loop.run_in_executor(ex.pool, store.lookup, keys, h, h2, target)
+                    req, rows = await asyncio.get_running_loop().run_in_executor(
+                        ex.pool, store.lookup, keys, h, h2, target)
                 if len(req):
-                    return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
-                                             rows_ipc=ipc_stream(rows), found=(0,))
-        return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id,
-                                 rows_ipc=state.empty_rows(view, columns))
+                    hits.append((i, None, rows))
+        kinds_out = _value_kinds(target) if request.row_values else None
+        response = pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id)
+        if failed:
+            response.failed.extend(pb.FailedKeys(positions=p, reason=reason, retry=retry)
+                                   for reason, (p, retry) in failed.items())
+        if hits:
+            response.found.extend(h[0] for h in hits)
+            if cold:  # a row not on local disk yet (loading, or evicted) is read in a thread: the loop never waits
+                await asyncio.get_running_loop().run_in_executor(ex.pool, self._rows, state, view, columns, target,
+                                                                 hits, kinds_out, response)
+            else:
+                self._rows(state, view, columns, target, hits, kinds_out, response)
+        elif kinds_out is None:
+            response.rows_ipc = state.empty_rows(view, columns)
+        return response
+
+    @staticmethod
+    def _rows(state: TableState, view: View, columns, target, hits: list, kinds_out, response) -> None:
+        """Put the rows of ``hits`` into ``response``: as values (``kinds_out``: each column's Value field) or as
+        an Arrow IPC stream."""
+        if kinds_out is not None:
+            out = response.values
+            response.columns.extend(target.columns)
+            for _, run, r in hits:
+                row = run.values(r, target) if run is not None else list(r.to_pylist()[0].values())
+                out.extend(_VALUE[k](v) if v is not None else _NULL for k, v in zip(kinds_out, row))
+            return
+        if len(hits) == 1 and hits[0][1] is not None:
+            _, run, r = hits[0]
+            response.rows_ipc = stream_of(state.schema_message(view, columns), run.row(r, target))
+            return
+        batches = []
+        for _, run, r in hits:
+            if run is not None:
+                batches.append(run.row(r, target))
+            else:
+                batches += r.to_batches()
+        response.rows_ipc = ipc_stream(pa.Table.from_batches(batches, target.schema))
 
     # -- a batch of keys as Arrow --------------------------------------------------------------------------
     async def _batch(self, state: TableState, request, context):
@@ -250,6 +295,36 @@ class ExecutorServicer(pbg.ExecutorServiceServicer):
         owner = ex.owners[channel] if channel < len(ex.owners) else -1
         return Problem(f"partition {key[0]} bucket {key[1]} belongs to executor {owner}, not {ex.index}", True,
                        grpc.StatusCode.FAILED_PRECONDITION)
+
+
+def _value_kind(t: pa.DataType) -> Optional[str]:
+    """The ``Value`` field a column's values travel in when rows are answered as values (None: Arrow only)."""
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t) and not pa.types.is_float16(t):
+        return "real"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "binary"
+    return None
+
+
+_KINDS: Dict[int, tuple] = {}  # id(target) → (target, its columns' Value fields or None)
+_VALUE = {"int": lambda v: pb.Value(int=v), "real": lambda v: pb.Value(real=v), "text": lambda v: pb.Value(text=v),
+          "boolean": lambda v: pb.Value(boolean=v), "binary": lambda v: pb.Value(binary=v)}
+_NULL = pb.Value()
+
+
+def _value_kinds(target) -> Optional[List[str]]:
+    """Each column's ``Value`` field, or None when a column's type has none (rows then go as Arrow IPC)."""
+    entry = _KINDS.get(id(target))
+    if entry is None or entry[0] is not target:
+        kinds = [_value_kind(f.type) for f in target.schema]
+        entry = _KINDS[id(target)] = (target, None if None in kinds else kinds)
+    return entry[1]
 
 
 def _groups(partition_keys: Sequence[str], keys: pa.Table, buckets: np.ndarray):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as _dt
+import functools
 import re
 import struct
 from decimal import Decimal
@@ -24,6 +25,7 @@ class Unsupported(Exception):
     """A key type (or value) this module does not lay out."""
 
 
+@functools.lru_cache(maxsize=256)
 def base_type(type_name: str) -> str:
     """``DECIMAL(10, 2) NOT NULL`` → ``DECIMAL``."""
     return re.split(r"[\s(]", type_name.strip().upper(), maxsplit=1)[0]
@@ -37,17 +39,15 @@ def precision_scale(type_name: str) -> Tuple[int, int]:
     return (10, 0) if base_type(type_name) in ("DECIMAL", "NUMERIC", "DEC") else (6, 0)
 
 
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
 def hash_bytes_by_words(data: bytes) -> int:
-    """``MurmurHashUtils.hashBytesByWords`` (unsigned 32-bit)."""
+    """``MurmurHashUtils.hashBytesByWords`` (unsigned 32-bit). (Rotations inlined: a lookup of one key hashes on
+    its path.)"""
     h = _SEED
-    for (k,) in struct.iter_unpack("<I", data[:len(data) & ~3]):
+    for k in struct.unpack_from(f"<{len(data) >> 2}I", data):
         k = (k * 0xCC9E2D51) & _M32
-        k = (_rotl(k, 15) * 0x1B873593) & _M32
-        h = (_rotl(h ^ k, 13) * 5 + 0xE6546B64) & _M32
+        k = (((k << 15) | (k >> 17)) & _M32) * 0x1B873593 & _M32
+        h ^= k
+        h = ((((h << 13) | (h >> 19)) & _M32) * 5 + 0xE6546B64) & _M32
     h ^= len(data)
     h ^= h >> 16
     h = (h * 0x85EBCA6B) & _M32

@@ -31,6 +31,7 @@ _INT_RANGES = {
 _NON_BLANK_LINE = re.compile(rb"(?m)^[ \t\r]*[^ \t\r\n]")
 
 
+@functools.lru_cache(maxsize=256)
 def _base(type_name: str) -> str:
     return re.split(r"[\s(]", type_name.strip().upper(), maxsplit=1)[0]
 

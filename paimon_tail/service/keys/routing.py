@@ -72,9 +72,17 @@ class TableRouting:
     def _partition_fields(self) -> list:
         return self.meta.data_fields(self.partition_keys)
 
+    @functools.cached_property
+    def _bucket_key_types(self) -> List[str]:
+        return [str(f.type) for f in self._bucket_key_fields]
+
     def bucket(self, key: Dict[str, Any]) -> int:
-        return binary_row.bucket(binary_row_hash([key[k] for k in self.bucket_keys], self._bucket_key_fields),
-                                 self.num_buckets)
+        values = [key[k] for k in self.bucket_keys]
+        try:
+            hash_code = binary_row.row_hash(values, self._bucket_key_types)
+        except binary_row.Unsupported:
+            hash_code = binary_row_hash(values, self._bucket_key_fields)
+        return binary_row.bucket(hash_code, self.num_buckets)
 
     def buckets_of(self, keys) -> np.ndarray:
         """Bucket of every row of an Arrow table of keys (vectorised; one key at a time for a few keys)."""

@@ -6,7 +6,8 @@ records executors receive (``changes.py``: Paimon file metadata ↔ protobuf), t
 Importing this package loads nothing heavy (the one-key command-line lookup uses it without pyarrow).
 """
 
-#: 2: channels and owners, Join, partial answers, schema ids (lookup.proto). 1: the first release.
-PROTOCOL_VERSION = 2
+#: 3: several typed keys in one request, rows answered as values. 2: channels and owners, Join, partial answers,
+#: schema ids (lookup.proto). 1: the first release.
+PROTOCOL_VERSION = 3
 #: how a key's channel is computed (``ExecutorsResponse.assignment``, the registration's ``assignment``)
 ASSIGNMENT = "paimon-channel-computer"

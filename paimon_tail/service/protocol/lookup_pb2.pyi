@@ -427,15 +427,21 @@ class ExecutorWork(_message.Message):
     def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., assignment: _Optional[_Union[Assignment, _Mapping]] = ..., full: _Optional[_Union[TableFull, _Mapping]] = ..., delta: _Optional[_Union[TableDelta, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ..., coordinators: _Optional[_Union[Coordinators, _Mapping]] = ...) -> None: ...
 
 class Value(_message.Message):
-    __slots__ = ("int", "text")
+    __slots__ = ("int", "text", "real", "boolean", "binary")
     INT_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
+    REAL_FIELD_NUMBER: _ClassVar[int]
+    BOOLEAN_FIELD_NUMBER: _ClassVar[int]
+    BINARY_FIELD_NUMBER: _ClassVar[int]
     int: int
     text: str
-    def __init__(self, int: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
+    real: float
+    boolean: bool
+    binary: bytes
+    def __init__(self, int: _Optional[int] = ..., text: _Optional[str] = ..., real: _Optional[float] = ..., boolean: _Optional[bool] = ..., binary: _Optional[bytes] = ...) -> None: ...
 
 class LookupRequest(_message.Message):
-    __slots__ = ("table", "keys_ipc", "buckets", "min_snapshot_id", "select", "protocol_version", "key")
+    __slots__ = ("table", "keys_ipc", "buckets", "min_snapshot_id", "select", "protocol_version", "key", "row_values")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     KEYS_IPC_FIELD_NUMBER: _ClassVar[int]
     BUCKETS_FIELD_NUMBER: _ClassVar[int]
@@ -443,6 +449,7 @@ class LookupRequest(_message.Message):
     SELECT_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    ROW_VALUES_FIELD_NUMBER: _ClassVar[int]
     table: str
     keys_ipc: bytes
     buckets: _containers.RepeatedScalarFieldContainer[int]
@@ -450,7 +457,8 @@ class LookupRequest(_message.Message):
     select: _containers.RepeatedScalarFieldContainer[str]
     protocol_version: int
     key: _containers.RepeatedCompositeFieldContainer[Value]
-    def __init__(self, table: _Optional[str] = ..., keys_ipc: _Optional[bytes] = ..., buckets: _Optional[_Iterable[int]] = ..., min_snapshot_id: _Optional[int] = ..., select: _Optional[_Iterable[str]] = ..., protocol_version: _Optional[int] = ..., key: _Optional[_Iterable[_Union[Value, _Mapping]]] = ...) -> None: ...
+    row_values: bool
+    def __init__(self, table: _Optional[str] = ..., keys_ipc: _Optional[bytes] = ..., buckets: _Optional[_Iterable[int]] = ..., min_snapshot_id: _Optional[int] = ..., select: _Optional[_Iterable[str]] = ..., protocol_version: _Optional[int] = ..., key: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., row_values: _Optional[bool] = ...) -> None: ...
 
 class FailedKeys(_message.Message):
     __slots__ = ("positions", "reason", "retry")
@@ -463,15 +471,19 @@ class FailedKeys(_message.Message):
     def __init__(self, positions: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ..., retry: _Optional[bool] = ...) -> None: ...
 
 class LookupResponse(_message.Message):
-    __slots__ = ("snapshot_id", "rows_ipc", "found", "schema_id", "failed")
+    __slots__ = ("snapshot_id", "rows_ipc", "found", "schema_id", "failed", "columns", "values")
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     ROWS_IPC_FIELD_NUMBER: _ClassVar[int]
     FOUND_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
     snapshot_id: int
     rows_ipc: bytes
     found: _containers.RepeatedScalarFieldContainer[int]
     schema_id: int
     failed: _containers.RepeatedCompositeFieldContainer[FailedKeys]
-    def __init__(self, snapshot_id: _Optional[int] = ..., rows_ipc: _Optional[bytes] = ..., found: _Optional[_Iterable[int]] = ..., schema_id: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[FailedKeys, _Mapping]]] = ...) -> None: ...
+    columns: _containers.RepeatedScalarFieldContainer[str]
+    values: _containers.RepeatedCompositeFieldContainer[Value]
+    def __init__(self, snapshot_id: _Optional[int] = ..., rows_ipc: _Optional[bytes] = ..., found: _Optional[_Iterable[int]] = ..., schema_id: _Optional[int] = ..., failed: _Optional[_Iterable[_Union[FailedKeys, _Mapping]]] = ..., columns: _Optional[_Iterable[str]] = ..., values: _Optional[_Iterable[_Union[Value, _Mapping]]] = ...) -> None: ...

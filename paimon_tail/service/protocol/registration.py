@@ -6,7 +6,7 @@ query service uses id ``primary-key-lookup`` with a JSON array of ``"host:port"`
 same ``"host:port"`` form (the coordinator), a lease so a crashed service is recognised as stale, and which
 executor serves which channels (a key's channel: Paimon's ``ChannelComputer`` over ``channels``)::
 
-    {"format": "paimon-tail-lookup/1", "protocol": 2, "service_id": "8c0e…", "addresses": ["10.0.0.1:43215"],
+    {"format": "paimon-tail-lookup/1", "protocol": 3, "service_id": "8c0e…", "addresses": ["10.0.0.1:43215"],
      "host": "coord-1", "pid": 4242, "tables": ["shop.orders"], "executors": 2, "tls": true, "auth": "token",
      "channels": 16, "assignment": [{"index": 0, "address": "10.0.0.2:40111", "host": "exec-a",
      "channels": [0, 2, 4, …]}, …], "started_ms": 1767225600000, "heartbeat_ms": 1767225601000, "lease_ms": 10000,
@@ -30,6 +30,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional, Tuple
 
+from . import PROTOCOL_VERSION
 from ...atomic_file import Conflict, read_versioned as read_versioned_file, remove_if, replace_if, write_text_atomic
 
 SERVICE_ID = "paimon-tail-lookup"
@@ -52,7 +53,7 @@ class Registration:
     heartbeat_ms: int
     lease_ms: int
     format: str = FORMAT
-    protocol: int = 2
+    protocol: int = PROTOCOL_VERSION
     channels: int = 0
     assignment: List[dict] = field(default_factory=list)  # [{"index", "address", "host", "channels"}]
     epoch: int = 0  # raised by every takeover

@@ -18,8 +18,9 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import weakref
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -167,23 +168,36 @@ class Run:
             return _evolved(content, pa.Table.from_batches(out), target).to_batches()
         return out
 
-    def row(self, r: int, target: Target) -> pa.RecordBatch:
-        """One row as a record batch (a slice of the cached chunk or frame that holds it)."""
-        content = self._ready()
-        frames = self._frames
+    def _holding(self, r: int, content: Content) -> Tuple[pa.RecordBatch, int]:
+        """(the batch that holds row ``r`` — the cached chunk, else its frame —, the row's index in it)."""
         c = r // content.chunk_rows
         batch = self.cache.get((self.uid, c))
         if batch is not None:
-            one = batch.slice(r - c * content.chunk_rows, 1)
-        elif frames is not None:
+            return batch, r - c * content.chunk_rows
+        frames = self._frames
+        if frames is not None:
             f = r // content.frame_rows
-            one = self._frame(frames, f).slice(r - f * content.frame_rows, 1)
-        else:
-            one = self._chunk(c, None).slice(r - c * content.chunk_rows, 1)
-        one = one.select(_source_names(content, target))
+            return self._frame(frames, f), r - f * content.frame_rows
+        return self._chunk(c, None), r - c * content.chunk_rows
+
+    def row(self, r: int, target: Target) -> pa.RecordBatch:
+        """One row as a record batch (a slice of the cached chunk or frame that holds it)."""
+        content = self._ready()
+        batch, i = self._holding(r, content)
+        one = batch.slice(i, 1).select(_source_names(content, target))
         if content.schema_id == target.schema_id:
             return one
         return _evolved(content, pa.Table.from_batches([one]), target).to_batches()[0]
+
+    def values(self, r: int, target: Target) -> list:
+        """One row's values in ``target``'s columns, as ``to_pylist`` gives them: read straight from the batch that
+        holds the row (its column arrays kept with it), no one-row batch built — a one-key answer's path."""
+        content = self._ready()
+        if content.schema_id != target.schema_id:
+            return list(self.row(r, target).to_pylist()[0].values())
+        batch, i = self._holding(r, content)
+        columns, positions = _columns_of(batch, target.columns)
+        return [columns[p][i].as_py() for p in positions]
 
     def warm(self) -> int:
         """Decompress chunks into the memory cache while it has room; returns the bytes added."""
@@ -222,6 +236,26 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+_COLUMNS: Dict[int, tuple] = {}  # id(batch) → (its column arrays, {columns: positions}), while the batch lives
+
+
+def _columns_of(batch: pa.RecordBatch, names: Sequence[str]) -> Tuple[list, List[int]]:
+    """A cached batch's column arrays (``batch.column(i)`` builds a new array object each time, ~6 µs) and the
+    positions of ``names`` among them. Kept as long as the batch object lives (the memory cache holds it): the
+    arrays share its buffers, nothing is copied."""
+    key = id(batch)
+    entry = _COLUMNS.get(key)
+    if entry is None:
+        entry = _COLUMNS[key] = (batch.columns, {})
+        weakref.finalize(batch, _COLUMNS.pop, key, None)
+    columns, positions = entry
+    at = positions.get(tuple(names))
+    if at is None:
+        index = {n: j for j, n in enumerate(batch.schema.names)}
+        at = positions[tuple(names)] = [index[n] for n in names]
+    return columns, at
 
 
 def _source_names(content: Content, target: Target) -> List[str]:

@@ -207,7 +207,7 @@ def test_compat_install_is_idempotent():
     assert compat.install() == first == compat.installed()
     assert ManifestFileManager._get_value_stats_fields is patched
     assert set(first) == {value_stats_cols.NAME, orc_char_padding.NAME, "s3_client", "known_size_reads",
-                          "prefetched_reads", "schema_reads", "streaming_split_order"}
+                          "prefetched_reads", "schema_reads", "streaming_split_order", "metadata_cache"}
 
 
 def test_shim_value_stats_cols_is_needed(java_tables):

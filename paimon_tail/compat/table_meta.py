@@ -69,8 +69,6 @@ class TableMeta:
     @classmethod
     def of_table(cls, table) -> "TableMeta":
         """From an opened pypaimon table (any catalog, any file system)."""
-        from ..catalog import table_name
-
         schema = table.table_schema
         file_io = table.file_io
         root = table.table_path
@@ -84,7 +82,7 @@ class TableMeta:
             except FileNotFoundError:
                 return None
 
-        return cls(table_name(table), str(root), schema.id, [f.to_dict() for f in schema.fields],
+        return cls(table.identifier.get_full_name(), str(root), schema.id, [f.to_dict() for f in schema.fields],
                    list(schema.primary_keys), list(schema.partition_keys), dict(schema.options), read_text, table)
 
 

@@ -79,12 +79,12 @@ def retrying(deadline: Deadline, give_up: Callable[[str], BaseException]) -> dic
 def run_sync(attempt: Callable, policy: Callable[[], dict]):
     """``attempt()`` until it does not raise ``Again``: the first time inline (the common case costs no retry
     machinery), then under ``policy()`` (``retrying``)."""
-    from tenacity import Retrying
-
     try:
         return attempt()
     except Again as e:
         first: Optional[Again] = e
+    from tenacity import Retrying
+
     for step in Retrying(**policy()):
         with step:
             if first is not None:
@@ -95,12 +95,12 @@ def run_sync(attempt: Callable, policy: Callable[[], dict]):
 
 async def run_async(attempt: Callable, policy: Callable[[], dict]):
     """``run_sync`` for a coroutine function."""
-    from tenacity import AsyncRetrying
-
     try:
         return await attempt()
     except Again as e:
         first: Optional[Again] = e
+    from tenacity import AsyncRetrying
+
     async for step in AsyncRetrying(**policy()):
         with step:
             if first is not None:

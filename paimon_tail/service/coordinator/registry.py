@@ -267,6 +267,8 @@ class Registry:
             if self._serves(was, c):
                 if new != NONE:
                     warm[c] = new  # the owner answers until the new one has it
+                elif self.members[was].draining:
+                    owners[c] = NONE  # nobody left to hand it to: a draining owner is let go at once
             else:
                 owners[c] = new
         before_warm, self.warm = self.warm, warm

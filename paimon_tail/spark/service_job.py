@@ -72,9 +72,9 @@ def run_executor_task(spec, iterator):
     from ..log_format import configure
 
     configure(spec.log_format, f"executor-{spec.index}", text_format=f"executor-{spec.index} %(levelname)s %(message)s")
-    reason = run_executor(replace(spec, host=task_host(spec)))
-    if reason != "stopped":  # Spark runs the task again (a new executor for this slot)
-        raise RuntimeError(f"paimon-tail executor {spec.index} (task attempt {attempt}) ended: {reason}")
+    ended = run_executor(replace(spec, host=task_host(spec)))
+    if not ended.stopped:  # Spark runs the task again (a new executor for this slot)
+        raise RuntimeError(f"paimon-tail executor {spec.index} (task attempt {attempt}) ended: {ended.reason}")
     yield spec.index
 
 

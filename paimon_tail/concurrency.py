@@ -1,4 +1,5 @@
-"""How paimon-tail runs concurrent work: the one event-loop runner and signal handlers on it.
+"""How paimon-tail runs concurrent work: the one event-loop runner, signal handlers on it, and the one bounded,
+ordered "N in flight" pipeline (``in_order``, ``in_order_async``).
 
 Light on purpose (asyncio only): every command imports it.
 """
@@ -6,7 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Any, Callable, Coroutine, Iterable
+from collections import deque
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
+P = TypeVar("P")
+R = TypeVar("R")
 
 
 def run_loop(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -38,4 +44,56 @@ def on_signals(handler: Callable[[int], None],
             pass
 
 
-__all__ = ["on_signals", "run_loop"]
+def in_order(items: Iterable[T], start: Callable[[T], P], finish: Callable[[P], R], in_flight: int) -> Iterator[R]:
+    """``finish(start(item))`` for each item, in input order, with ``in_flight`` items started ahead of the one
+    being finished: ``start`` hands work to others (a thread pool, a client) and returns at once, ``finish`` waits
+    for it. Items are read only as fast as results are taken (bounded); closing the iterator starts nothing more.
+    """
+    pending: "deque[P]" = deque()
+    for item in items:
+        pending.append(start(item))
+        while len(pending) > in_flight:
+            yield finish(pending.popleft())
+    while pending:
+        yield finish(pending.popleft())
+
+
+async def in_order_async(items: Any, start: Callable[[T], Awaitable[R]], in_flight: int) -> AsyncIterator[R]:
+    """The results of ``start(item)`` for each item of ``items`` (an iterable or async iterable), in input order:
+    up to ``in_flight`` of them run while the caller takes earlier results and the source produces later items.
+    An error from the source or from one item is raised after the results before it; closing the iterator
+    cancels what is still running."""
+    queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, in_flight))
+    done = object()
+
+    async def produce() -> None:
+        try:
+            if hasattr(items, "__aiter__"):
+                async for item in items:
+                    await queue.put(asyncio.ensure_future(start(item)))
+            else:
+                for item in items:
+                    await queue.put(asyncio.ensure_future(start(item)))
+        except Exception as e:  # handed to the consumer, after the results before it
+            await queue.put(e)
+            return
+        await queue.put(done)
+
+    producer = asyncio.ensure_future(produce())
+    try:
+        while True:
+            item = await queue.get()
+            if item is done:
+                return
+            if isinstance(item, Exception):
+                raise item
+            yield await item
+    finally:
+        producer.cancel()
+        while not queue.empty():
+            item = queue.get_nowait()
+            if isinstance(item, asyncio.Future):
+                item.cancel()
+
+
+__all__ = ["in_order", "in_order_async", "on_signals", "run_loop"]

@@ -58,6 +58,18 @@ def in_order(items: Iterable[T], start: Callable[[T], P], finish: Callable[[P], 
         yield finish(pending.popleft())
 
 
+async def drain(queue: asyncio.Queue, done: object) -> AsyncIterator[Any]:
+    """The items of ``queue`` until ``done``; an exception put in it (a producer's failure) is raised here, after
+    the items before it."""
+    while True:
+        item = await queue.get()
+        if item is done:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
 async def in_order_async(items: Any, start: Callable[[T], Awaitable[R]], in_flight: int) -> AsyncIterator[R]:
     """The results of ``start(item)`` for each item of ``items`` (an iterable or async iterable), in input order:
     up to ``in_flight`` of them run while the caller takes earlier results and the source produces later items.
@@ -81,12 +93,7 @@ async def in_order_async(items: Any, start: Callable[[T], Awaitable[R]], in_flig
 
     producer = asyncio.ensure_future(produce())
     try:
-        while True:
-            item = await queue.get()
-            if item is done:
-                return
-            if isinstance(item, Exception):
-                raise item
+        async for item in drain(queue, done):
             yield await item
     finally:
         producer.cancel()
@@ -96,4 +103,4 @@ async def in_order_async(items: Any, start: Callable[[T], Awaitable[R]], in_flig
                 item.cancel()
 
 
-__all__ = ["in_order", "in_order_async", "on_signals", "run_loop"]
+__all__ = ["drain", "in_order", "in_order_async", "on_signals", "run_loop"]

@@ -66,6 +66,25 @@ class Deposed(Exception):
     """The coordinator has a lower epoch than one this executor followed: another took over from it."""
 
 
+class _Again(Exception):
+    """A round of joining ended without the executor ending: wait, then another."""
+
+
+class _Outage:
+    """The join loop's memory between rounds: since when no coordinator was joined, whether that was said, and
+    the next wait (tenacity's ``wait``: doubling from 0.2 s up to 2 s, from 0.2 s again after a join)."""
+
+    def __init__(self, now: float) -> None:
+        self.last_ok, self.said, self.delay = now, False, 0.2
+
+    def joined(self) -> None:
+        self.last_ok, self.said, self.delay = time.monotonic(), False, 0.2
+
+    def wait(self, state) -> float:
+        delay, self.delay = self.delay, min(2.0, self.delay * 2)
+        return delay
+
+
 @dataclass
 class ExecutorSpec:
     catalog: object  # CatalogConfig: how this executor opens the warehouse
@@ -308,9 +327,25 @@ class Executor:
         return candidates
 
     async def _join_loop(self) -> None:
-        last_ok = time.monotonic()
-        delay = 0.2
-        said = False
+        """Join, and join again whenever the call ends, until stopped or given up (see the module's docstring).
+        The waits between rounds are tenacity's: 0.2 s doubling to 2 s, from 0.2 s again after each join."""
+        from tenacity import AsyncRetrying, retry_if_exception_type
+
+        outage = _Outage(time.monotonic())
+        async for step in AsyncRetrying(retry=retry_if_exception_type(_Again), wait=outage.wait, sleep=self._pause,
+                                        reraise=True):
+            with step:
+                await self._rounds(outage)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait between rounds; ``stop()`` cuts it short."""
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _rounds(self, outage: "_Outage") -> None:
+        """Rounds over the coordinator's candidates; returns when the executor ends, raises ``_Again`` to wait."""
         while not self._stop.is_set():
             why = ""
             joined = False
@@ -347,17 +382,17 @@ class Executor:
                 if self._joined or self._next:
                     break  # it was joined: look again (the registration may name a new active now)
             if joined:
-                last_ok, delay, said = time.monotonic(), 0.2, False
+                outage.joined()
                 if self._next:
                     continue
             if not self.spec.rejoin:
                 self.stop_reason = why or "no coordinator"
                 return
-            if time.monotonic() - last_ok > self.spec.orphan_timeout:
+            if time.monotonic() - outage.last_ok > self.spec.orphan_timeout:
                 self.stop_reason = f"{why}; gave up after {self.spec.orphan_timeout:.0f}s"
                 return
-            if not said and why:  # once per outage
-                said = True
+            if not outage.said and why:  # once per outage
+                outage.said = True
                 message = f"{why}; trying again for {self.spec.orphan_timeout:.0f}s"
                 if self.tables:
                     message += " (answering from what it holds meanwhile)"
@@ -365,11 +400,7 @@ class Executor:
                     self.announce(message)
                 else:
                     log.warning("executor %d: %s", self.index, message)
-            try:
-                await asyncio.wait_for(self._stop.wait(), delay)
-            except asyncio.TimeoutError:
-                pass
-            delay = min(2.0, delay * 2)
+            raise _Again()
 
     # -- life cycle ---------------------------------------------------------------------------------------
     async def start(self) -> None:

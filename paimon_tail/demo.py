@@ -152,10 +152,9 @@ def compact(table) -> None:
     change, as with a COMPACT snapshot; a full read and the query service see the same rows in fewer files.
     pypaimon's commit makes the new snapshot's base manifest list from every manifest of the latest one; here it
     gets one manifest with the live files instead (what Paimon's manifest full compaction writes), through the
-    commit's own manifest writer. If another writer commits in between, the commit sees another latest snapshot
-    and gets its manifests unchanged. Uses pypaimon's private ``file_store_commit`` pieces: demo upkeep only.
+    commit's own manifest writer (``compat/folded_manifests.py``).
     """
-    import uuid
+    from .compat.folded_manifests import commit_folded
 
     read = table.new_read_builder()
     data = read.new_read().to_arrow(read.new_scan().plan().splits())
@@ -163,22 +162,7 @@ def compact(table) -> None:
     write, commit = builder.new_write(), builder.new_commit()
     try:
         write.write_arrow(data)
-        messages = write.prepare_commit()
-        store = commit.file_store_commit
-        lists, original = store.manifest_list_manager, store.manifest_list_manager.read_all
-        base = store.snapshot_manager.get_latest_snapshot()
-        if base is not None:
-            live = store.manifest_file_manager.read_entries_parallel(original(base), drop_stats=False)
-            folded = store._write_manifest_files(live, f"manifest-{uuid.uuid4()}")
-
-            def read_all(snapshot):
-                return folded if snapshot is not None and snapshot.id == base.id else original(snapshot)
-
-            lists.read_all = read_all
-        try:
-            commit.commit(messages)
-        finally:
-            lists.__dict__.pop("read_all", None)
+        commit_folded(commit, write.prepare_commit())
     finally:
         write.close()
         commit.close()

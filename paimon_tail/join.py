@@ -12,7 +12,6 @@ The same joiner runs inside Spark's ``mapInArrow`` (``paimon_tail.spark.lookup_j
 from __future__ import annotations
 
 import itertools
-from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
@@ -20,6 +19,7 @@ from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence, T
 import numpy as np
 import pyarrow as pa
 
+from .concurrency import in_order
 from .errors import ServiceError, UsageError
 from .stream.reader import coalesced
 
@@ -254,15 +254,10 @@ class LookupJoiner:
     def join_batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Joined batches in input order; up to ``plan.in_flight`` lookups run while earlier batches are handed
         out and later ones are read. Input batches are gathered up to ``plan.lookup_keys`` rows a lookup."""
-        pending: "deque[_Pending]" = deque()
         pool = ThreadPoolExecutor(self.plan.in_flight, thread_name_prefix="lookup-join")
         try:
-            for batch in coalesced(iter(batches), self.plan.lookup_keys):
-                pending.append(self._start(batch, pool))
-                while len(pending) > self.plan.in_flight:
-                    yield self._finish(pending.popleft())
-            while pending:
-                yield self._finish(pending.popleft())
+            yield from in_order(coalesced(iter(batches), self.plan.lookup_keys), lambda b: self._start(b, pool),
+                                self._finish, self.plan.in_flight)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 

@@ -107,20 +107,12 @@ def security_from_options(token_file, tls_cert, tls_key, tls_ca):
 
 
 def run(coro) -> Any:
-    """Run a coroutine on uvloop when it is installed; a closed stdout becomes ``OutputClosed``."""
-    import asyncio
-    import gc
-
-    if not gc.isenabled():  # start-up is over (cli.main turned collection off): what exists now stays
-        gc.freeze()
-        gc.enable()
+    """Run a coroutine on the one event-loop runner (``concurrency.run_loop``); a closed stdout becomes
+    ``OutputClosed``."""
+    from ..concurrency import run_loop
 
     try:
-        try:
-            import uvloop
-        except ImportError:  # pragma: no cover - Windows
-            return asyncio.run(coro)
-        return uvloop.run(coro)
+        return run_loop(coro)
     except BrokenPipeError:
         raise OutputClosed() from None
 

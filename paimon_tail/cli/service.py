@@ -56,9 +56,10 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
           max_batch_keys, max_message_mb, metrics_port, log_format, use_spark, master, spark_conf,
           spark_start_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
+    from ..concurrency import on_signals
     from ..log_format import configure, say
     from ..service.coordinator.service import QueryService, ServeOptions
-    from ..service.protocol.security import is_loopback
+    from ..service.protocol.security import exposure_warning
 
     import asyncio
     import signal
@@ -74,10 +75,9 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
             raise UsageError("--spark needs at least one executor")
         launcher = _spark_launcher(tables, master, spark_conf, host, spark_start_timeout)
         executors = executors or 2
-    if not is_loopback(host):
-        say(f"WARNING: serving on {host}, reachable beyond this machine"
-            + ("" if security.token else " WITHOUT a token (set PAIMON_TAIL_TOKEN or --token-file)")
-            + ("" if security.tls else " and WITHOUT TLS"), "warning")
+    warning = exposure_warning("serving", host, security)
+    if warning:
+        say(warning, "warning")
     options = ServeOptions(
         tables=list(tables), catalog=catalog, executors=executors, channels=channels, host=host, port=port,
         advertise=advertise, local_dir=local_dir, security=security, lease_seconds=lease,
@@ -94,12 +94,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
     async def main() -> None:
         service = QueryService(options)
         service.announce = say
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, stop_on, sig, service)
-            except (NotImplementedError, RuntimeError):  # pragma: no cover
-                pass
+        on_signals(lambda sig: stop_on(sig, service))
         try:
             await service.start()
             where = f" in Spark job group {launcher.group}" if launcher is not None else ""
@@ -166,15 +161,12 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
                      orphan_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Join a running service as one more executor: it takes a share of the buckets, indexes their files from the
     warehouse and answers lookups at its advertised address, until the service stops it."""
-    import asyncio
-    import os
-    import shutil
     import signal
 
     from ..errors import ServiceError
     from ..log_format import configure, say
-    from ..service.executor.runner import Executor, ExecutorSpec, JoinRefused, private_dir
-    from ..service.protocol.security import is_loopback
+    from ..service.executor.runner import ExecutorSpec, JoinRefused, run_executor
+    from ..service.protocol.security import exposure_warning
 
     configure(log_format, "executor")
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
@@ -182,63 +174,20 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
         raise UsageError(f"bad --join {coordinator!r}", hint="give the service's address as HOST:PORT")
     if not catalog.warehouse:
         raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")
-    if not is_loopback(host):
-        say(f"WARNING: executor on {host}, reachable beyond this machine"
-            + ("" if security.token else " WITHOUT a token (set PAIMON_TAIL_TOKEN or --token-file)")
-            + ("" if security.tls else " and WITHOUT TLS"), "warning")
-    own_dir = None
-    if local_dir:
-        os.makedirs(local_dir, mode=0o700, exist_ok=True)
-    else:
-        local_dir = own_dir = private_dir()
-    spec = ExecutorSpec(catalog=catalog, coordinator=coordinator, local_dir=local_dir, host=host, port=port,
+    warning = exposure_warning("executor", host, security)
+    if warning:
+        say(warning, "warning")
+    spec = ExecutorSpec(catalog=catalog, coordinator=coordinator, local_dir=local_dir or "", host=host, port=port,
                         advertise=advertise, security=security, rejoin=True, orphan_timeout=orphan_timeout,
                         max_memory=max_memory, max_disk=max_disk, drain_timeout=drain_timeout)
-    executor = Executor(spec)
-    executor.announce = say
-    stopped_by: list = []
-
-    def stop_on(sig: int) -> None:
-        stopped_by.append(sig)
-        if sig == signal.SIGTERM and len(stopped_by) == 1:
-            executor.drain()  # hand the channels over first (a second signal stops at once)
-        else:
-            executor.stop()
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, stop_on, sig)
-            except (NotImplementedError, RuntimeError):  # pragma: no cover
-                pass
-        if metrics_port is not None:
-            from ..service.metrics import ExecutorCollector, serve_metrics
-
-            try:
-                server, bound = serve_metrics(ExecutorCollector(executor), host, metrics_port)
-            except OSError as e:
-                raise ServiceError(f"cannot serve metrics on {host}:{metrics_port}: {e.strerror.lower()}") from None
-            say(f"metrics at http://{host}:{bound}/metrics")
-        try:
-            await executor.run()
-        finally:
-            if metrics_port is not None:
-                server.shutdown()
-
-    old_umask = os.umask(0o077)  # file copies, stores, directories: owner-only
     try:
-        run(main())
+        ended = run_executor(spec, announce=say, signals=True, metrics_port=metrics_port)
     except JoinRefused as e:
         raise ServiceError(str(e)) from None
-    finally:
-        os.umask(old_umask)
-        if own_dir:
-            shutil.rmtree(own_dir, ignore_errors=True)
-    if stopped_by and stopped_by[0] == signal.SIGINT:
+    if ended.signal == signal.SIGINT:
         raise KeyboardInterrupt
-    if not stopped_by and executor.stop_reason:
-        raise ServiceError(f"the executor stopped: {executor.stop_reason}")
+    if not ended.stopped:
+        raise ServiceError(f"the executor stopped: {ended.reason}")
 
 
 # ------------------------------------------------------------------------------------------------------ status

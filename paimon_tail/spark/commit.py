@@ -14,6 +14,7 @@ import logging
 import threading
 from typing import Dict, List, Optional, Sequence
 
+from ..compat.commit_user import batch_write_builder, stream_write_builder
 from ..errors import UsageError
 from .runtime import deserialize_messages, get_table
 
@@ -82,7 +83,7 @@ def commit_stream(catalog: Dict[str, str], ident: str, commit_user: str, payload
         log.info("micro-batch %s of %s is already committed (commit user %s): skipped", batch_id, ident, commit_user)
         return False
     messages = deserialize_messages(table, payloads)
-    commit = table.new_stream_write_builder()._with_commit_user(commit_user).new_commit()
+    commit = stream_write_builder(table, commit_user).new_commit()
     try:
         commit.commit(messages, batch_id)
     finally:
@@ -94,7 +95,7 @@ def commit_batch(catalog: Dict[str, str], ident: str, commit_user: str, payloads
                  overwrite: bool) -> None:
     table = get_table(catalog, ident, fresh=True)
     messages = deserialize_messages(table, payloads)
-    builder = table.new_batch_write_builder()._with_commit_user(commit_user)
+    builder = batch_write_builder(table, commit_user)
     if overwrite:
         builder.overwrite()
     commit = builder.new_commit()

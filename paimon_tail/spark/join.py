@@ -12,13 +12,13 @@ travels in the closure; no table data goes through the driver.
 from __future__ import annotations
 
 import threading
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from ..concurrency import in_order
 from ..errors import UsageError
 from ..join import DEFAULT_IN_FLIGHT, DEFAULT_LOOKUP_KEYS, JoinPlan, LookupJoiner, On, table_arrow_schema
 from .options import catalog_options
@@ -149,14 +149,9 @@ def register_lookup_function(spark, table: str, name: Optional[str] = None, *,
 
     def lookup_rows(batches) -> Iterator[pa.Array]:
         joiner = LookupJoiner(worker_client(access), plan, added_arrow)
-        pending: deque = deque()
         with ThreadPoolExecutor(plan.in_flight, thread_name_prefix="lookup-fn") as pool:
-            for arrays in batches:
-                pending.append(joiner.lookup_struct([arrays] if single else list(arrays), pool))
-                while len(pending) > plan.in_flight:
-                    yield joiner.struct_of(pending.popleft(), struct_type)
-            while pending:
-                yield joiner.struct_of(pending.popleft(), struct_type)
+            yield from in_order(batches, lambda arrays: joiner.lookup_struct([arrays] if single else list(arrays), pool),
+                                lambda p: joiner.struct_of(p, struct_type), plan.in_flight)
 
     # PySpark tells the iterator shape from the type hints: one key column or several
     lookup_rows.__annotations__["batches"] = Iterator[pa.Array] if single else Iterator[Tuple[(pa.Array,) * len(keys)]]

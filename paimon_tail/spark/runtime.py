@@ -14,6 +14,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from ..catalog import CatalogConfig, open_table
+from ..compat.commit_user import batch_write_builder
 
 ROW_KIND = "_row_kind"
 
@@ -304,7 +305,7 @@ def write_batches(
     from pypaimon.write.commit_message_serializer import serialize_commit_message
 
     table = get_table(catalog, ident, fresh=True)  # fresh: sequence numbers restore from the latest snapshot
-    builder = table.new_batch_write_builder()._with_commit_user(commit_user)
+    builder = batch_write_builder(table, commit_user)
     if overwrite:
         builder.overwrite()
     write = builder.new_write()

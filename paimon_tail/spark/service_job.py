@@ -72,9 +72,9 @@ def run_executor_task(spec, iterator):
     from ..log_format import configure
 
     configure(spec.log_format, f"executor-{spec.index}", text_format=f"executor-{spec.index} %(levelname)s %(message)s")
-    reason = run_executor(replace(spec, host=task_host(spec)))
-    if reason != "stopped":  # Spark runs the task again (a new executor for this slot)
-        raise RuntimeError(f"paimon-tail executor {spec.index} (task attempt {attempt}) ended: {reason}")
+    ended = run_executor(replace(spec, host=task_host(spec)))
+    if not ended.stopped:  # Spark runs the task again (a new executor for this slot)
+        raise RuntimeError(f"paimon-tail executor {spec.index} (task attempt {attempt}) ended: {ended.reason}")
     yield spec.index
 
 
@@ -114,6 +114,28 @@ def master_hosts(master: str) -> Optional[List[str]]:
     if master.startswith("spark://"):
         return [urlparse(f"spark://{part}").hostname or "" for part in master[len("spark://"):].split(",")]
     return None
+
+
+class _Resubmit(Exception):
+    """A slot's job ended before the service stopped: submit it again."""
+
+
+class _Resubmits:
+    """A slot's failed jobs in a row, each within ``QUICK`` of its start, and the wait before the next
+    submission (tenacity's ``wait``): 1 s, doubling up to 10 s while the failures are quick."""
+
+    def __init__(self) -> None:
+        self.quick_failures, self.backoff = 0, 1.0
+
+    def failed(self, lasted: float) -> int:
+        """A job failed after ``lasted`` seconds; how many quick failures in a row that makes."""
+        quick = lasted < QUICK
+        self.quick_failures = self.quick_failures + 1 if quick else 1
+        self.backoff = self.backoff * 2 if quick else 1.0
+        return self.quick_failures
+
+    def wait(self, state) -> float:
+        return min(self.backoff, 10.0)
 
 
 class SparkExecutors(ExecutorLauncher):
@@ -233,27 +255,37 @@ class SparkExecutors(ExecutorLauncher):
         sc.parallelize([spec.index], 1).mapPartitions(partial(run_executor_task, spec)).collect()
 
     def _slot_loop(self, spec) -> None:
-        quick_failures, backoff = 0, 1.0
-        while not self._stopping.is_set():
-            t0 = time.monotonic()
-            try:
-                self._run_job(spec)
-                if self._stopping.is_set():
-                    return
-                log.warning("the Spark job of executor %d ended without a stop: resubmitting it", spec.index)
-            except Exception as e:  # noqa: BLE001 - a failed job (its task failed too often, cancelled): resubmit
-                if self._stopping.is_set():
-                    return
-                why = job_failure(e)
-                log.warning("the Spark job of executor %d failed (%s): resubmitting it", spec.index, why)
-                lasted = time.monotonic() - t0
-                quick_failures = quick_failures + 1 if lasted < QUICK else 1
-                backoff = backoff * 2 if lasted < QUICK else 1.0
-                if quick_failures >= MAX_QUICK_FAILURES:
-                    self.error = RuntimeError(f"the Spark job of executor {spec.index} failed {quick_failures} "
-                                              f"times in a row, last: {why}")
-                    return
-            self._stopping.wait(min(backoff, 10.0))
+        """Submit slot ``spec``'s job, and again whenever it ends before the service stops (tenacity: 1 s between
+        tries, doubling up to 10 s while jobs keep failing within ``QUICK``), until ``MAX_QUICK_FAILURES`` quick
+        failures in a row end the service."""
+        from tenacity import Retrying, retry_if_exception_type
+
+        jobs = _Resubmits()
+        for step in Retrying(retry=retry_if_exception_type(_Resubmit), wait=jobs.wait,
+                             sleep=self._stopping.wait, reraise=True):
+            with step:
+                self._slot_job(spec, jobs)
+
+    def _slot_job(self, spec, jobs: "_Resubmits") -> None:
+        """One run of the slot's job; raises ``_Resubmit`` when it is to run again."""
+        if self._stopping.is_set():
+            return
+        t0 = time.monotonic()
+        try:
+            self._run_job(spec)
+            if self._stopping.is_set():
+                return
+            log.warning("the Spark job of executor %d ended without a stop: resubmitting it", spec.index)
+        except Exception as e:  # noqa: BLE001 - a failed job (its task failed too often, cancelled): resubmit
+            if self._stopping.is_set():
+                return
+            why = job_failure(e)
+            log.warning("the Spark job of executor %d failed (%s): resubmitting it", spec.index, why)
+            if jobs.failed(time.monotonic() - t0) >= MAX_QUICK_FAILURES:
+                self.error = RuntimeError(f"the Spark job of executor {spec.index} failed {jobs.quick_failures} "
+                                          f"times in a row, last: {why}")
+                return
+        raise _Resubmit()
 
     def task_slots(self) -> Optional[int]:
         """How many tasks the application can run at once now (what Spark's own barrier check asks), or None."""

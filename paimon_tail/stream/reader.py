@@ -15,6 +15,7 @@ from typing import AsyncIterator, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from ..concurrency import drain
 from ..storage.retry import StorageRetry
 
 _DONE = object()
@@ -180,14 +181,8 @@ class SplitStream:
         try:
             for i, split in enumerate(self.splits):
                 self._submit_up_to(i + self.reader.workers)
-                q = self.queues[i]
-                while True:
-                    item = await q.get()
-                    if item is _DONE:
-                        break
-                    if isinstance(item, BaseException):
-                        raise item
-                    yield split, item
+                async for batch in drain(self.queues[i], _DONE):
+                    yield split, batch
         finally:
             self.close()
 

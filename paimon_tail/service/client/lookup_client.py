@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from contextlib import aclosing
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import grpc
@@ -26,6 +27,7 @@ import pyarrow as pa
 
 from ...catalog import CatalogConfig, catalog_config, open_table, reload_table
 from ...compat.table_meta import read_local, table_meta
+from ...concurrency import in_order_async
 from ...errors import PaimonTailError, ServiceError, UsageError
 from ..keys.parse import KeyParser
 from ..keys.routing import TableRouting
@@ -286,39 +288,13 @@ class LookupClient:
         """``lookup`` of many key tables (an iterable or async iterable), results in order: up to ``in_flight``
         tables are being looked up while the caller consumes earlier results and the source produces later keys.
         An error from the source or a lookup is raised after the results before it."""
-        queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, in_flight))
-        done = object()
 
-        async def produce() -> None:
-            try:
-                if hasattr(batches, "__aiter__"):
-                    async for keys in batches:
-                        await queue.put(asyncio.ensure_future(
-                            self.lookup(keys, select=select, min_snapshot=min_snapshot, timeout=timeout)))
-                else:
-                    for keys in batches:
-                        await queue.put(asyncio.ensure_future(
-                            self.lookup(keys, select=select, min_snapshot=min_snapshot, timeout=timeout)))
-            except Exception as e:  # handed to the consumer, after the results before it
-                await queue.put(e)
-                return
-            await queue.put(done)
+        def start(keys):
+            return self.lookup(keys, select=select, min_snapshot=min_snapshot, timeout=timeout)
 
-        producer = asyncio.ensure_future(produce())
-        try:
-            while True:
-                item = await queue.get()
-                if item is done:
-                    return
-                if isinstance(item, Exception):
-                    raise item
-                yield await item
-        finally:
-            producer.cancel()
-            while not queue.empty():
-                item = queue.get_nowait()
-                if isinstance(item, asyncio.Future):
-                    item.cancel()
+        async with aclosing(in_order_async(batches, start, in_flight)) as results:
+            async for result in results:
+                yield result
 
     async def get(self, key: Any, *, select: Optional[Sequence[str]] = None, min_snapshot: Optional[int] = None,
                   timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:

@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import time
 import uuid
@@ -38,10 +39,13 @@ from ..protocol.addresses import NoAddress, advertised, split_host_port
 from ..metrics import LookupStats
 from ..protocol.probes import EXECUTOR_SERVICE, Probes
 from ..protocol.security import Security, add_port, make_channel, server_options
+from ...concurrency import on_signals, run_loop
+from ...errors import ServiceError
 from ...storage.retry import StorageRetry
 from ..keys.routing import partition_path
 from ..store import DiskBudget, MemoryCache
 from ..store.budget import default_max_memory, use_returning_allocator
+from .lookups import Lookups
 from .servicer import ExecutorServicer
 from .state import LOADERS, Stores, TableState
 
@@ -60,6 +64,25 @@ class Rejoin(Exception):
 
 class Deposed(Exception):
     """The coordinator has a lower epoch than one this executor followed: another took over from it."""
+
+
+class _Again(Exception):
+    """A round of joining ended without the executor ending: wait, then another."""
+
+
+class _Outage:
+    """The join loop's memory between rounds: since when no coordinator was joined, whether that was said, and
+    the next wait (tenacity's ``wait``: doubling from 0.2 s up to 2 s, from 0.2 s again after a join)."""
+
+    def __init__(self, now: float) -> None:
+        self.last_ok, self.said, self.delay = now, False, 0.2
+
+    def joined(self) -> None:
+        self.last_ok, self.said, self.delay = time.monotonic(), False, 0.2
+
+    def wait(self, state) -> float:
+        delay, self.delay = self.delay, min(2.0, self.delay * 2)
+        return delay
 
 
 @dataclass
@@ -128,24 +151,6 @@ class Executor:
     def ready(self) -> bool:
         """Every channel it owns is loaded (what its health reports as SERVING)."""
         return bool(self.tables) and all(st.view.ready and st.owned <= st.view.served for st in self.tables.values())
-
-    # -- lookups ------------------------------------------------------------------------------------------
-    async def wait_snapshot(self, state: TableState, snapshot_id: int, context) -> None:
-        remaining = context.time_remaining()
-        timeout = None if remaining is None else max(0.0, remaining - 0.05)
-
-        async def until():
-            async with state.changed:
-                await state.changed.wait_for(lambda: state.view.snapshot_id >= snapshot_id)
-
-        try:
-            await asyncio.wait_for(until(), timeout)
-        except asyncio.TimeoutError:
-            await context.abort(
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-                f"executor {self.index} serves snapshot {state.view.snapshot_id} of {state.name}, "
-                f"not yet {snapshot_id}",
-            )
 
     # -- the coordinator's messages ------------------------------------------------------------------------
     async def _welcome(self, welcome: pb.Welcome) -> None:
@@ -322,9 +327,25 @@ class Executor:
         return candidates
 
     async def _join_loop(self) -> None:
-        last_ok = time.monotonic()
-        delay = 0.2
-        said = False
+        """Join, and join again whenever the call ends, until stopped or given up (see the module's docstring).
+        The waits between rounds are tenacity's: 0.2 s doubling to 2 s, from 0.2 s again after each join."""
+        from tenacity import AsyncRetrying, retry_if_exception_type
+
+        outage = _Outage(time.monotonic())
+        async for step in AsyncRetrying(retry=retry_if_exception_type(_Again), wait=outage.wait, sleep=self._pause,
+                                        reraise=True):
+            with step:
+                await self._rounds(outage)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait between rounds; ``stop()`` cuts it short."""
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _rounds(self, outage: "_Outage") -> None:
+        """Rounds over the coordinator's candidates; returns when the executor ends, raises ``_Again`` to wait."""
         while not self._stop.is_set():
             why = ""
             joined = False
@@ -361,17 +382,17 @@ class Executor:
                 if self._joined or self._next:
                     break  # it was joined: look again (the registration may name a new active now)
             if joined:
-                last_ok, delay, said = time.monotonic(), 0.2, False
+                outage.joined()
                 if self._next:
                     continue
             if not self.spec.rejoin:
                 self.stop_reason = why or "no coordinator"
                 return
-            if time.monotonic() - last_ok > self.spec.orphan_timeout:
+            if time.monotonic() - outage.last_ok > self.spec.orphan_timeout:
                 self.stop_reason = f"{why}; gave up after {self.spec.orphan_timeout:.0f}s"
                 return
-            if not said and why:  # once per outage
-                said = True
+            if not outage.said and why:  # once per outage
+                outage.said = True
                 message = f"{why}; trying again for {self.spec.orphan_timeout:.0f}s"
                 if self.tables:
                     message += " (answering from what it holds meanwhile)"
@@ -379,18 +400,14 @@ class Executor:
                     self.announce(message)
                 else:
                     log.warning("executor %d: %s", self.index, message)
-            try:
-                await asyncio.wait_for(self._stop.wait(), delay)
-            except asyncio.TimeoutError:
-                pass
-            delay = min(2.0, delay * 2)
+            raise _Again()
 
     # -- life cycle ---------------------------------------------------------------------------------------
     async def start(self) -> None:
         spec = self.spec
         self.server = grpc.aio.server(options=server_options(spec.max_message_bytes),
                                       interceptors=spec.security.server_interceptors())
-        pbg.add_ExecutorServiceServicer_to_server(ExecutorServicer(self), self.server)
+        pbg.add_ExecutorServiceServicer_to_server(ExecutorServicer(Lookups(self)), self.server)
         self.probes.add_to(self.server, [EXECUTOR_SERVICE])
         try:
             port = add_port(self.server, f"{spec.host}:{spec.port}", spec.security)
@@ -471,26 +488,15 @@ class Executor:
         self._stop.set()
 
 
-def _run_loop(coro) -> None:
-    try:
-        import uvloop
-
-        uvloop.run(coro)
-    except ImportError:  # pragma: no cover
-        asyncio.run(coro)
-
-
 def executor_main(spec: ExecutorSpec) -> None:
     """Entry point of one of serve's local executor processes (``multiprocessing`` spawn)."""
-    import signal
-
     from ...log_format import configure
 
     configure(spec.log_format, f"executor-{spec.index}", text_format=f"executor-{spec.index} %(levelname)s %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # serve stops us (Stop), a terminal's Ctrl-C does not
     os.umask(0o077)  # file copies, stores and every directory on the way: owner-only
     try:
-        _run_loop(Executor(spec).run())
+        run_loop(Executor(spec).run())
     except JoinRefused as e:
         log.error("%s", e)
 
@@ -557,12 +563,29 @@ def private_dir(tag: str = "") -> str:
     return tempfile.mkdtemp(prefix=f"paimon-tail-executor-{tag + '-' if tag else ''}pid{os.getpid()}-")
 
 
-def run_executor(spec: ExecutorSpec) -> str:
-    """Run an executor that is not one of serve's local processes (a Spark task, ``paimon-tail executor``) until
-    the service stops it; returns why it ended: ``"stopped"`` (the service said so), otherwise a reason.
+@dataclass(frozen=True)
+class Ended:
+    """How ``run_executor`` ended."""
 
-    ``spec.local_dir`` empty: a private temp dir on this machine (``private_dir``), removed at the end. Raises
-    ``JoinRefused``.
+    reason: str  # "stopped" (by the service, or by ``signal``), otherwise why it stopped on its own
+    signal: Optional[int] = None  # the first signal that stopped it (``signals=True``)
+
+    @property
+    def stopped(self) -> bool:
+        """The service (or a signal) stopped it, as opposed to ending on its own (no coordinator, a failure)."""
+        return self.reason == "stopped"
+
+
+def run_executor(spec: ExecutorSpec, *, announce: Optional[Callable[[str], None]] = None, signals: bool = False,
+                 metrics_port: Optional[int] = None) -> Ended:
+    """Run an executor that is not one of serve's local processes (a Spark task, ``paimon-tail executor``) until
+    the service stops it, and say how it ended.
+
+    ``spec.local_dir`` empty: a private temp dir on this machine (``private_dir``), removed at the end.
+    ``announce``: told when it joins (and where its metrics are). ``signals``: SIGTERM drains it (its channels
+    handed over first), SIGINT or a second signal stops it. ``metrics_port``: Prometheus metrics on
+    ``spec.host`` at that port (0: any free one). Raises ``JoinRefused``, and ``ServiceError`` when the metrics
+    port cannot be served.
     """
     from dataclasses import replace
 
@@ -573,15 +596,47 @@ def run_executor(spec: ExecutorSpec) -> str:
     else:
         os.makedirs(spec.local_dir, mode=0o700, exist_ok=True)
     old_umask = os.umask(0o077)  # file copies, stores, directories: owner-only
+    executor = Executor(spec)
+    executor.announce = announce
+    stopped_by: List[int] = []
+
+    def stop_on(sig: int) -> None:
+        stopped_by.append(sig)
+        if sig == signal.SIGTERM and len(stopped_by) == 1:
+            executor.drain()  # hand the channels over first (a second signal stops at once)
+        else:
+            executor.stop()
+
+    async def main() -> None:
+        if signals:
+            on_signals(stop_on)
+        server = None
+        if metrics_port is not None:
+            from ..metrics import ExecutorCollector, serve_metrics
+
+            try:
+                server, bound = serve_metrics(ExecutorCollector(executor), spec.host, metrics_port)
+            except OSError as e:
+                raise ServiceError(f"cannot serve metrics on {spec.host}:{metrics_port}: "
+                                   f"{(e.strerror or str(e)).lower()}") from None
+            if announce is not None:
+                announce(f"metrics at http://{spec.host}:{bound}/metrics")
+        try:
+            await executor.run()
+        finally:
+            if server is not None:
+                server.shutdown()
+
     try:
-        executor = Executor(spec)
-        _run_loop(executor.run())
-        return executor.stop_reason or "stopped"
+        run_loop(main())
     finally:
         os.umask(old_umask)
         if own_dir:
             shutil.rmtree(own_dir, ignore_errors=True)
+    if stopped_by:
+        return Ended("stopped", stopped_by[0])
+    return Ended(executor.stop_reason or "stopped")
 
 
-__all__ = ["Executor", "ExecutorSpec", "JoinRefused", "executor_main", "own_dir_name", "private_dir",
+__all__ = ["Ended", "Executor", "ExecutorSpec", "JoinRefused", "executor_main", "own_dir_name", "private_dir",
            "remove_dead_dirs", "remove_dirs_of", "run_executor"]

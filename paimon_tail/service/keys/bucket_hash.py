@@ -266,13 +266,13 @@ def _grouped(columns, fields) -> np.ndarray:
 
 
 def _python_hashes(columns, fields) -> np.ndarray:
-    from pypaimon.write.row_key_extractor import RowKeyExtractor
+    from ...compat.row_hash import binary_row_hash_code
 
     pylists = [c.to_pylist() for c in columns]
     fields = list(fields)
     out = np.empty(len(pylists[0]), dtype=np.int64)
     for i, values in enumerate(zip(*pylists)):
-        out[i] = RowKeyExtractor._binary_row_hash_code(tuple(values), fields)
+        out[i] = binary_row_hash_code(values, fields)
     return (out & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 

@@ -39,9 +39,9 @@ def binary_row_hash(values: Sequence[Any], fields: Sequence) -> int:
     try:
         return binary_row.row_hash(values, [str(f.type) for f in fields])
     except binary_row.Unsupported:
-        from pypaimon.write.row_key_extractor import RowKeyExtractor
+        from ...compat.row_hash import binary_row_hash_code
 
-        return binary_row.to_int32(RowKeyExtractor._binary_row_hash_code(tuple(values), list(fields)))
+        return binary_row.to_int32(binary_row_hash_code(values, fields))
 
 
 @dataclass

@@ -199,3 +199,12 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def exposure_warning(what: str, host: str, security: Security) -> str:
+    """The warning a server bound beyond loopback gives (``what``: "serving", "executor"), or "" on loopback."""
+    if is_loopback(host):
+        return ""
+    return (f"WARNING: {what} on {host}, reachable beyond this machine"
+            + ("" if security.token else " WITHOUT a token (set PAIMON_TAIL_TOKEN or --token-file)")
+            + ("" if security.tls else " and WITHOUT TLS"))

@@ -153,6 +153,15 @@ def discovery_deadline(reg: regmod.Registration, deadline: Deadline) -> Deadline
     return deadline.sooner(2.0 if reg.is_live() else 0.5)
 
 
+def address_failure(error: grpc.RpcError, address: str) -> Tuple[str, bool]:
+    """(why, whether to drop the channel) when the address server at ``address`` did not answer; raises for what
+    no retry can fix. A standby's "standing by" is no broken channel: the next address is asked."""
+    raise_final(error, f"address server {address}")
+    if standing_by(error):
+        return error.details(), False
+    return unreachable(error), True
+
+
 def standing_by(error: BaseException) -> bool:
     """A standby coordinator's answer: ask the next address (not a broken channel)."""
     return isinstance(error, grpc.RpcError) and hasattr(error, "details") and \

@@ -39,8 +39,8 @@ from ..protocol.security import Security, make_channel, make_sync_channel
 from ..protocol.wire import FirstRow, ipc_stream
 from .coalesce import Coalescer
 from .core import (Again, Deadline, Lookup, LookupResult, LookupTimeout, OneKey, Prepared, Route, check_registration,
-                   check_select, discovery_deadline, raise_final, retrying, run_async, run_sync, standing_by,
-                   unreachable, unreachable_error)
+                   check_select, discovery_deadline, address_failure, raise_final, retrying, run_async, run_sync,
+                   unreachable_error)
 
 DEFAULT_BATCH = 10_000
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
@@ -196,6 +196,17 @@ class LookupClient:
         return OneKey(self.name, request, bucket, part_hash, min_snapshot,
                       Deadline(self.timeout if timeout is None else timeout), self.call_timeout, self._first_row)
 
+    def _routed(self, reg: regmod.Registration, resp: Optional[pb.ExecutorsResponse]) -> Optional[Route]:
+        """The route an address server answered (``resp``), or, when none did, the registration's own executors
+        (they answer from what they hold) unless standbys may take over; kept for the next lookups."""
+        if resp is not None:
+            self._route = Route(reg, resp)
+        elif not reg.standbys:
+            self._route = Route.from_registration(reg)
+        else:
+            return None
+        return self._route
+
     def _registration(self) -> regmod.Registration:
         reg = regmod.parse(self.meta.read_text(regmod.SERVICE_FILE))
         return check_registration(reg, self.name, self.security.tls, bool(self.security.token))
@@ -237,17 +248,14 @@ class LookupClient:
                         pb.ExecutorsRequest(table=self.name, protocol_version=PROTOCOL_VERSION),
                         timeout=max(0.05, min(1.0, within.left())), metadata=self._metadata, wait_for_ready=False)
                 except grpc.aio.AioRpcError as e:
-                    raise_final(e, f"address server {address}")
-                    if not standing_by(e):
+                    last, drop = address_failure(e, address)
+                    if drop:
                         await self._drop_channel(address)
-                    last = unreachable(e) if not standing_by(e) else e.details()
                     continue
-                self._route = Route(reg, resp)
-                return self._route
-            fallback = None if reg.standbys else Route.from_registration(reg)
-            if fallback is not None:  # its executors answer from what they hold
-                self._route = fallback
-                return fallback
+                return self._routed(reg, resp)
+            route = self._routed(reg, None)
+            if route is not None:
+                return route
             seen.append(await asyncio.to_thread(self._registration))  # a standby may have taken over
             raise Again(last)
 
@@ -378,17 +386,14 @@ class LookupClient:
                         pb.ExecutorsRequest(table=self.name, protocol_version=PROTOCOL_VERSION),
                         timeout=max(0.05, min(1.0, within.left())), metadata=self._metadata)
                 except grpc.RpcError as e:
-                    raise_final(e, f"address server {address}")
-                    if not standing_by(e):
+                    last, drop = address_failure(e, address)
+                    if drop:
                         self._drop_sync_channel(address)
-                    last = unreachable(e) if not standing_by(e) else e.details()
                     continue
-                self._route = Route(reg, resp)
-                return self._route
-            fallback = None if reg.standbys else Route.from_registration(reg)
-            if fallback is not None:  # its executors answer from what they hold
-                self._route = fallback
-                return fallback
+                return self._routed(reg, resp)
+            route = self._routed(reg, None)
+            if route is not None:
+                return route
             seen.append(self._registration())  # a standby may have taken over
             raise Again(last)
 

@@ -331,8 +331,8 @@ def test_prefetch_plans_ahead_and_no_prefetch_does_not(wh, prefetch):
     table = paimon_tail.open_table("db.log", warehouse=wh.path)
     follower = paimon_tail.follow(table, start="earliest", exit_at_end=True, prefetch=prefetch)
     planned = []
-    delta_plan = follower.planner.delta_plan
-    follower.planner.delta_plan = lambda snap: (planned.append(snap.id), delta_plan(snap))[1]
+    delta_plan = follower.schedule.planner.delta_plan
+    follower.schedule.planner.delta_plan = lambda snap: (planned.append(snap.id), delta_plan(snap))[1]
 
     async def go():
         ahead = []

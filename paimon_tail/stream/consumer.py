@@ -13,6 +13,7 @@ from typing import Dict, Optional
 from pypaimon.consumer.consumer_manager import ConsumerManager
 
 from ..atomic_file import remove_file, write_text_atomic
+from ..compat.consumer_files import consumer_directory, consumer_path, validate_consumer_id
 from ..errors import PaimonTailError, SnapshotExpired, UsageError
 
 
@@ -25,13 +26,13 @@ class ConsumerStore:
     @staticmethod
     def validate_id(consumer_id: str) -> str:
         try:
-            ConsumerManager._validate_consumer_id(consumer_id)
+            validate_consumer_id(consumer_id)
         except ValueError as e:
             raise UsageError(f"bad consumer id {consumer_id!r}: {e}") from None
         return consumer_id
 
     def path(self, consumer_id: str) -> str:
-        return self.manager._consumer_path(self.validate_id(consumer_id))
+        return consumer_path(self.manager, self.validate_id(consumer_id))
 
     def get(self, consumer_id: str) -> Optional[int]:
         """The next snapshot this consumer will read, or None if it has no position yet."""
@@ -50,7 +51,7 @@ class ConsumerStore:
         and then stop (and print them again on every restart). Writes and removes a probe file."""
         import uuid
 
-        directory = str(self.manager._consumer_directory())
+        directory = consumer_directory(self.manager)
         probe = f"{directory}/.writable-{uuid.uuid4().hex[:8]}"  # a dot name: never listed as a consumer
         try:
             write_text_atomic(self.file_io, probe, "")

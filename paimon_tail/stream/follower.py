@@ -74,7 +74,7 @@ class Follower:
         self.schedule = Schedule(table, o, self.retry, self.stats, SchemaReads(table, o, keep), self.consumers,
                                  prefetcher)
         # one pool of read threads for the whole follow, whatever schema a snapshot was planned with
-        self.reader = SplitReader(None, workers=o.read_workers, retry=self.retry, batch_rows=o.batch_size)
+        self.reader = SplitReader(workers=o.read_workers, retry=self.retry, batch_rows=o.batch_size)
 
     def output_schema(self) -> pa.Schema:
         return output_schema(self.schedule.reads.read.read_type, self.options)

@@ -71,8 +71,7 @@ class Follower:
             ConsumerStore.validate_id(o.consumer_id)
         keep = bucket_filter(o)
         check_buckets(table, o, keep)
-        self.schedule = Schedule(table, o, self.retry, self.stats, SchemaReads(table, o, keep), self.consumers,
-                                 prefetcher)
+        self.schedule = Schedule(SchemaReads(table, o, keep), o, self.retry, self.stats, self.consumers, prefetcher)
         # one pool of read threads for the whole follow, whatever schema a snapshot was planned with
         self.reader = SplitReader(workers=o.read_workers, retry=self.retry, batch_rows=o.batch_size)
 

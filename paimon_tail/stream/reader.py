@@ -1,7 +1,7 @@
 """Splits → Arrow record batches, read in threads so the event loop never blocks on I/O or decoding.
 
-``open(splits, table_read)`` starts reading at once and returns a ``SplitStream``: up to ``workers`` splits are read at a time;
-their batches come out in split order through small bounded queues, so memory holds at most
+``open(splits, table_read)`` starts reading at once and returns a ``SplitStream``: up to ``workers`` splits are read
+at a time; their batches come out in split order through small bounded queues, so memory holds at most
 ``workers × queue_size`` batches per open stream whatever the backlog (backpressure all the way down to the file
 reads). The follower opens the next snapshot's stream while the current one is still being written (read-ahead),
 so decoding snapshot N+1 overlaps writing snapshot N. Closing a stream early stops its threads.

@@ -97,11 +97,11 @@ GAP_POLICIES = {"error": GapPolicy(), "skip": SkipGaps()}
 
 # -- the schedule -------------------------------------------------------------------------------------------------
 class Schedule:
-    """Plans ``table``'s snapshots for one follow; ``start()`` inside the event loop, then ``take()`` items."""
+    """Plans a table's snapshots for one follow, starting with ``reads`` (the table's current schema);
+    ``start()`` inside the event loop, then ``take()`` items."""
 
-    def __init__(self, table, options: FollowOptions, retry: StorageRetry, stats: FollowStats,
-                 reads: SchemaReads, consumers: Optional[ConsumerStore] = None,
-                 prefetcher: Optional[Prefetcher] = None) -> None:
+    def __init__(self, reads: SchemaReads, options: FollowOptions, retry: StorageRetry, stats: FollowStats,
+                 consumers: Optional[ConsumerStore] = None, prefetcher: Optional[Prefetcher] = None) -> None:
         self.options = options
         self.retry = retry
         self.stats = stats

@@ -301,6 +301,51 @@ def test_schema_evolution_while_following(wh):
     assert changes and changes[0][1:] == (0, 1)
 
 
+def test_planned_snapshots_keep_the_reads_of_their_schema(wh):
+    """A schema change planned ahead of reading sets up new reads for the snapshots after it and leaves the reads
+    of the snapshots before it alone: they are read after planning has moved on, through their own schema."""
+    from pypaimon.schema.data_types import AtomicType
+    from pypaimon.schema.schema_change import SchemaChange
+
+    from paimon_tail.stream.schedule import END, Planned
+
+    wh.create("log")
+    wh.commit("log", append_rows(0, 2))
+    wh.commit("log", append_rows(1, 2))
+    table = paimon_tail.open_table("db.log", warehouse=wh.path)  # at schema 0
+    wh.catalog.alter_table("db.log", [SchemaChange.add_column("extra", AtomicType("STRING"))], False)
+    wh.commit("log", [{"id": 9, "writer": "w", "n": 1, "extra": "hello"}],
+              schema=pa.schema([("id", pa.int64()), ("writer", pa.string()), ("n", pa.int32()),
+                                ("extra", pa.string())]))
+    follower = paimon_tail.follow(table, start="earliest", exit_at_end=True)
+
+    async def go():
+        schedule = follower.schedule
+        schedule.start()
+        planned = []
+        try:
+            while (item := await schedule.take()) is not END:
+                assert isinstance(item, Planned), item
+                planned.append(item)
+                schedule.release(item)
+                schedule.done()
+            read = []  # planning is over (past the schema change): now read what it planned before it
+            for item in planned:
+                async for _, batch in follower.reader.open(item.splits, item.table_read):
+                    read.append((item.snapshot_id, batch.schema.names, batch.num_rows))
+            return planned, read
+        finally:
+            await schedule.stop()
+            follower.close()
+
+    planned, read = asyncio.run(asyncio.wait_for(go(), 30))
+    assert [(p.snapshot_id, p.reads.schema_id) for p in planned] == [(1, 0), (2, 0), (3, 1)]
+    assert planned[0].reads is planned[1].reads and planned[1].reads is not planned[2].reads
+    assert [(sid, "extra" in names, rows) for sid, names, rows in read] == [(1, False, 2), (2, False, 2),
+                                                                             (3, True, 1)]
+    assert follower.stats.schema_changes == [(3, 0, 1)]
+
+
 def test_sync_wrapper_and_diff_catch_up(wh):
     wh.create("log")
     for c in range(15):
@@ -331,8 +376,8 @@ def test_prefetch_plans_ahead_and_no_prefetch_does_not(wh, prefetch):
     table = paimon_tail.open_table("db.log", warehouse=wh.path)
     follower = paimon_tail.follow(table, start="earliest", exit_at_end=True, prefetch=prefetch)
     planned = []
-    delta_plan = follower.planner.delta_plan
-    follower.planner.delta_plan = lambda snap: (planned.append(snap.id), delta_plan(snap))[1]
+    delta_plan = follower.schedule.planner.delta_plan
+    follower.schedule.planner.delta_plan = lambda snap: (planned.append(snap.id), delta_plan(snap))[1]
 
     async def go():
         ahead = []

@@ -184,8 +184,8 @@ def test_a_relative_warehouse_is_read_natively(wh, monkeypatch):
     _table(wh, "dedup", commits=1)
     monkeypatch.chdir(os.path.dirname(wh.path))
     follower = follower_for(CatalogConfig({"warehouse": os.path.basename(wh.path)}), ["db.dedup"], FollowOptions())
-    assert native_reads.native(follower.full_read.table)
-    assert not native_reads.native(follower.read.inner.table)  # deltas: the Python reader
+    assert native_reads.native(follower.schedule.reads.full_read.table)
+    assert not native_reads.native(follower.schedule.reads.read.inner.table)  # deltas: the Python reader
 
 
 def test_cli_prints_what_the_python_reader_prints(wh):

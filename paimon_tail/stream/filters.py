@@ -47,16 +47,17 @@ def parse_where(text: Union[str, Sequence[str]], fields: Sequence, label: str = 
 def _tokens(text: str, label: str) -> List[str]:
     """pypaimon's tokens of ``text``, ``==`` made ``=``. Its tokenizer skips what it cannot match (an unclosed
     quote, a lone ``!``), so ``status = 'shipped`` would filter on the word ``shipped``: refuse anything skipped."""
-    from pypaimon.common.where_parser import _TOKEN_PATTERN
+    from ..compat.where_tokens import token_pattern
 
-    stray = _TOKEN_PATTERN.sub(" ", text).strip()
+    pattern = token_pattern()
+    stray = pattern.sub(" ", text).strip()
     if stray:
         if stray[0] in "'\"":
             raise UsageError(f"bad {label} {text!r}: unclosed quote {stray[0]}")
         raise UsageError(f"bad {label} {text!r}: unexpected {stray[0]!r}")
     tokens: List[str] = []
     end = -1
-    for m in _TOKEN_PATTERN.finditer(text):
+    for m in pattern.finditer(text):
         if m.group() == "=" and tokens and tokens[-1] == "=" and m.start() == end:
             end = m.end()
             continue  # '==' is '='

@@ -30,7 +30,8 @@ import pyarrow as pa
 
 from ..catalog import CatalogConfig, catalog_config, open_table
 from ..errors import PaimonTailError, TableChanged, TableNotFound
-from .follower import FollowBatch, Follower, FollowOptions, FollowStats, iterate_sync
+from .follower import FollowBatch, Follower, FollowOptions, iterate_sync
+from .stats import FollowStats
 from .positions import parse_start
 from .tables import TablePattern, matching_tables, parse_patterns
 

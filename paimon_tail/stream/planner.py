@@ -4,8 +4,8 @@ We drive the scan's planning pieces (initial full plan, delta / changelog follow
 parallel lookahead) from our own loop, because the loop is where paimon-tail differs: start positions,
 notification instead of sleeping, per-snapshot replay by default, bucket sharding of the initial plan, gap
 detection and consumer positions written only after output is flushed; the diff catch-up is ours (``diff.py``).
-The private methods and attributes used are listed in ``_PYPAIMON_SCAN_METHODS`` / ``_PYPAIMON_SCAN_ATTRIBUTES``
-and checked by a test, so a pypaimon upgrade that renames one fails loudly.
+The scan's private parts it drives are reached through ``compat/streaming_scan.py`` (checked by a test, so a
+pypaimon upgrade that renames one fails loudly).
 """
 from __future__ import annotations
 
@@ -15,10 +15,8 @@ from pypaimon.read.plan import Plan
 from pypaimon.read.streaming_table_scan import AsyncStreamingTableScan
 from pypaimon.snapshot.snapshot import Snapshot
 
+from ..compat import streaming_scan
 from ..storage.snapshots import SnapshotFiles
-
-_PYPAIMON_SCAN_METHODS = ("_create_initial_plan", "_create_follow_up_plan")
-_PYPAIMON_SCAN_ATTRIBUTES = ("_snapshot_manager", "_manifest_list_manager", "predicate", "follow_up_scanner")
 
 
 class SnapshotPlanner:
@@ -32,7 +30,7 @@ class SnapshotPlanner:
     ) -> None:
         self.scan = scan
         self.table = scan.table
-        self.snapshots = scan._snapshot_manager
+        self.snapshots = streaming_scan.snapshot_manager(scan)
         # Kept across schema changes (the follower passes the old planner's): it remembers the latest snapshot.
         self.files = files or SnapshotFiles(self.snapshots)
         self.bucket_filter = bucket_filter
@@ -48,7 +46,7 @@ class SnapshotPlanner:
 
     def full_plan(self, snapshot: Snapshot) -> Plan:
         """Every row of the table at ``snapshot`` (merged for primary-key tables)."""
-        return self._shard(self.scan._create_initial_plan(snapshot), snapshot.id)
+        return self._shard(streaming_scan.initial_plan(self.scan, snapshot), snapshot.id)
 
     def start_plan(self, snapshot: Snapshot) -> Plan:
         """The initial read of a stream that then follows the deltas/changelog after ``snapshot``.
@@ -62,17 +60,7 @@ class SnapshotPlanner:
         level_filter = self._changelog_level_filter()
         if level_filter is None:
             return self.full_plan(snapshot)
-        from pypaimon.read.scanner.file_scanner import FileScanner
-
-        manifests = self.scan._manifest_list_manager
-
-        class _LevelScanner(FileScanner):
-            def _filter_manifest_entry(self, entry, *args, **kwargs):
-                return level_filter(entry.file.level) and super()._filter_manifest_entry(entry, *args, **kwargs)
-
-        scanner = _LevelScanner(self.table, lambda: (manifests.read_all(snapshot), snapshot),
-                                predicate=self.scan.predicate, limit=None)
-        return self._shard(scanner.scan(), snapshot.id)
+        return self._shard(streaming_scan.level_plan(self.scan, snapshot, level_filter), snapshot.id)
 
     def _changelog_level_filter(self) -> Optional[Callable[[int], bool]]:
         if not self.table.is_primary_key_table:
@@ -88,7 +76,7 @@ class SnapshotPlanner:
 
     def delta_plan(self, snapshot: Snapshot) -> Plan:
         """The changes ``snapshot`` committed: its delta files, or its changelog files with a changelog producer."""
-        return self._shard(self.scan._create_follow_up_plan(snapshot), snapshot.id)
+        return self._shard(streaming_scan.follow_up_plan(self.scan, snapshot), snapshot.id)
 
     def diff_plan(self, start_id: int, end: Snapshot) -> Plan:
         """The changes from ``start_id`` to ``end`` (inclusive) in one plan: fast, but it folds the history.

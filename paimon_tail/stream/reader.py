@@ -1,7 +1,7 @@
 """Splits → Arrow record batches, read in threads so the event loop never blocks on I/O or decoding.
 
-``open(splits)`` starts reading at once and returns a ``SplitStream``: up to ``workers`` splits are read at a time;
-their batches come out in split order through small bounded queues, so memory holds at most
+``open(splits, table_read)`` starts reading at once and returns a ``SplitStream``: up to ``workers`` splits are read
+at a time; their batches come out in split order through small bounded queues, so memory holds at most
 ``workers × queue_size`` batches per open stream whatever the backlog (backpressure all the way down to the file
 reads). The follower opens the next snapshot's stream while the current one is still being written (read-ahead),
 so decoding snapshot N+1 overlaps writing snapshot N. Closing a stream early stops its threads.
@@ -65,11 +65,11 @@ def _concat(batches: List[pa.RecordBatch]) -> pa.RecordBatch:
 
 
 class SplitReader:
-    """Reads splits with one ``TableRead``; one instance serves a whole follow session."""
+    """The read threads of a whole follow session; each ``open`` names the ``TableRead`` its splits are read with
+    (a follow's snapshots are read with the reads of their own schema)."""
 
-    def __init__(self, table_read, workers: int = 2, queue_size: int = 4,
+    def __init__(self, workers: int = 2, queue_size: int = 4,
                  retry: Optional[StorageRetry] = None, batch_rows: Optional[int] = None) -> None:
-        self.table_read = table_read
         self.batch_rows = batch_rows  # smaller batches of a split are put together up to this many rows
         self.workers = max(1, workers)
         self.queue_size = max(1, queue_size)
@@ -81,12 +81,11 @@ class SplitReader:
         # leave an open stream waiting for a split that is never read.
         self._pool.shutdown(wait=False)
 
-    def read_split_batches(self, split, stop: Optional[threading.Event] = None,
-                           table_read=None) -> Iterator[pa.RecordBatch]:
-        """The split's batches (through ``table_read``, default the reader's); when storage fails part-way, it is
-        read again from the start once storage answers, and the rows already handed out are skipped (a split reads
-        back in the same order), so an outage neither loses nor repeats a row."""
-        table_read = table_read if table_read is not None else self.table_read
+    def read_split_batches(self, split, table_read,
+                           stop: Optional[threading.Event] = None) -> Iterator[pa.RecordBatch]:
+        """The split's batches through ``table_read``; when storage fails part-way, it is read again from the start
+        once storage answers, and the rows already handed out are skipped (a split reads back in the same order),
+        so an outage neither loses nor repeats a row."""
         delivered = attempt = 0
         while True:
             skip = delivered
@@ -106,19 +105,10 @@ class SplitReader:
                 self.retry.failed(e, attempt, stop)
                 attempt += 1
 
-    def open(self, splits: Sequence, table_read=None) -> "SplitStream":
-        """Start reading ``splits`` now (call from the event loop), through ``table_read`` (default the reader's);
-        iterate the result for ``(split, batch)``."""
+    def open(self, splits: Sequence, table_read) -> "SplitStream":
+        """Start reading ``splits`` through ``table_read`` now (call from the event loop); iterate the result for
+        ``(split, batch)``."""
         return SplitStream(self, list(splits), asyncio.get_running_loop(), table_read)
-
-    async def read(self, splits: Sequence) -> AsyncIterator[Tuple[object, pa.RecordBatch]]:
-        """Yield ``(split, batch)`` in split order."""
-        stream = self.open(splits)
-        try:
-            async for item in stream:
-                yield item
-        finally:
-            stream.close()
 
 
 class SplitStream:
@@ -129,7 +119,7 @@ class SplitStream:
     then ahead of the next stream's in the pool's FIFO queue.
     """
 
-    def __init__(self, reader: SplitReader, splits: List, loop: asyncio.AbstractEventLoop, table_read=None) -> None:
+    def __init__(self, reader: SplitReader, splits: List, loop: asyncio.AbstractEventLoop, table_read) -> None:
         self.reader, self.splits, self.loop, self.table_read = reader, splits, loop, table_read
         self.stop = threading.Event()
         self.queues = [asyncio.Queue(maxsize=reader.queue_size) for _ in splits]
@@ -163,7 +153,7 @@ class SplitStream:
         try:
             if self.stop.is_set():
                 return
-            for batch in self.reader.read_split_batches(self.splits[index], self.stop, self.table_read):
+            for batch in self.reader.read_split_batches(self.splits[index], self.table_read, self.stop):
                 if self.stop.is_set():
                     return
                 self._put(q, batch)

@@ -11,7 +11,7 @@ Imports pyarrow only when an Arrow answer is written.
 from __future__ import annotations
 
 import io
-from typing import Any, List, Optional
+from typing import Any, List
 
 from .command_output import Output
 

@@ -1,8 +1,6 @@
 """``paimon-tail consumers``: list, reset and delete the consumer positions of a table."""
 from __future__ import annotations
 
-import json
-import sys
 from typing import Optional
 
 import click
@@ -23,6 +21,7 @@ def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str
                       delete_id: Optional[str], as_json: bool) -> None:
     """List the consumers of TABLE (Paimon consumer files), or reset / delete one."""
     from ..catalog import open_table
+    from ..output.command_output import Output
     from ..stream import ConsumerStore
 
     if reset_id and to_snapshot is None:
@@ -44,18 +43,13 @@ def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str
     latest = store.table.snapshot_manager().get_latest_snapshot()
     rows = [{"consumer": cid, "next_snapshot": nxt,
              "behind": max(0, (latest.id if latest else 0) - nxt + 1)} for cid, nxt in store.all().items()]
-    if as_json or not sys.stdout.isatty():
-        for row in rows:
-            click.echo(json.dumps(row))
+    out = Output.choose("jsonl" if as_json else "auto")
+    if not out.terminal:
+        out.records(rows)
         return
-    from rich.console import Console
-
-    from ..output.terminal_tables import report
-
-    console = Console()
     if not rows:
-        console.print(f"no consumers of {table}")
+        out.say(f"no consumers of {table}")
         return
-    console.print(report(("consumer", "next snapshot", "snapshots behind"),
-                         [[row["consumer"], str(row["next_snapshot"]), str(row["behind"])] for row in rows], console,
-                         title=f"{table} (latest {latest.id if latest else '-'})"))
+    out.report(("consumer", "next snapshot", "snapshots behind"),
+               [[row["consumer"], str(row["next_snapshot"]), str(row["behind"])] for row in rows],
+               title=f"{table} (latest {latest.id if latest else '-'})")

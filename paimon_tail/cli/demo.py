@@ -134,6 +134,8 @@ def demo_command(warehouse: str, duration: Optional[float], interval: Optional[f
                    f"(pid {info.pid}, a commit every {info.interval:g}s){ignored}", err=True)
     try:
         if not no_follow:
-            run(_show(warehouse, duration, sys.stdout.isatty()))
+            from ..output.command_output import Output
+
+            run(_show(warehouse, duration, Output.choose().terminal))
     finally:
         click.echo(next_steps(warehouse, info.pid), err=True)

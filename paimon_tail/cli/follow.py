@@ -9,7 +9,7 @@ import click
 
 from ..catalog import CatalogConfig
 from ..errors import UsageError
-from ..output.formats import CDC_FORMATS, FORMATS, refuse_binary_terminal
+from ..output.formats import CDC_FORMATS, FORMATS
 from .common import catalog_options, complete_tables, run
 
 
@@ -119,7 +119,7 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     Several tables, or globs such as 'shop.*' (quoted), are followed together: rows interleave as they commit,
     each tagged with its table (_table).
     """
-    from ..output import choose_format, make_renderer
+    from ..output.command_output import Output
     from ..stream.options import FollowOptions
 
     if fmt in CDC_FORMATS and meta:
@@ -132,15 +132,15 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
         buckets=parse_buckets(buckets), catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
         read_workers=read_threads, poll_interval=poll_interval, storage_timeout=storage_timeout,
     ).normalized()  # bad positions fail before the catalog is touched
-    fmt = choose_format(fmt, sys.stdout)
-    refuse_binary_terminal(fmt, sys.stdout, force_binary)
+    out = Output.choose(fmt, force_binary=force_binary)
+    fmt = out.fmt
     delimiter = parse_key_delimiter(key_delimiter)
     if not show_stats:
         from ..stream.quick import nothing_to_read
 
         nothing = nothing_to_read(catalog, tables, options, fmt)
         if nothing is not None:  # -e and nothing new: done without loading pypaimon's read path
-            renderer = make_renderer(fmt, key_delimiter=delimiter)
+            renderer = out.renderer(key_delimiter=delimiter)
             if fmt == "arrow":
                 renderer.begin(nothing.schema())  # an empty result is still a valid (empty) stream
             renderer.close()
@@ -155,7 +155,7 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     many = isinstance(follower, MultiFollower)
     bounded = exit_at_end or until is not None or max_rows is not None
     view = dict(stats=follower.stats, title=", ".join(tables), bounded=bounded) if fmt == "table" else {}
-    renderer = make_renderer(fmt, many_tables=many, key_delimiter=delimiter, **view)
+    renderer = out.renderer(many_tables=many, key_delimiter=delimiter, **view)
     if max_rows == 0:
         renderer.close()
         return

@@ -7,8 +7,7 @@ whatever the input's size. Output is in input order, the same bytes as for the k
 from __future__ import annotations
 
 import sys
-import time
-from typing import Any, BinaryIO, List
+from typing import BinaryIO
 
 import click
 
@@ -64,186 +63,63 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, force_bina
     A key not found: exit 1 with a count on stderr (--missing error), or exit 0 (--missing skip|null)."""
     if not keys and not keys_from:
         raise UsageError("no keys given", hint="pass KEY arguments or --keys-from FILE|-")
-    from ..output.formats import refuse_binary_terminal
+    from ..output.command_output import Output
+    from ..output.lookup_rows import LookupRows
 
-    refuse_binary_terminal(fmt, sys.stdout, force_binary)
+    out = Output.choose(fmt, force_binary=force_binary)
     columns = [c.strip() for c in select.split(",") if c.strip()] if select else None
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
-    started = time.monotonic()
-    if keys and not keys_from and min_snapshot is None and _quick(table, keys, catalog, security, columns, fmt,
-                                                                   missing, timeout / 2):
-        return
+    rows = LookupRows(out, MissingKeys(missing))
+    if keys and not keys_from:  # the library picks the path (service/client/quick.py: lookup_keys)
+        from ..service.client.quick import FewRows, lookup_keys
+
+        answer = lookup_keys(table, keys, catalog, security=security, select=columns, min_snapshot=min_snapshot,
+                             timeout=timeout, values=out.takes_values)
+        if isinstance(answer, FewRows):
+            rows.write_values(answer)
+        else:
+            rows.write(answer)
+    else:
+        _lookup_stream(table, keys, catalog, security, columns, min_snapshot, timeout, keys_from, keys_format, rows)
+    rows.close()
+    rows.missing.finish()
+
+
+def _lookup_stream(table, keys, catalog, security, columns, min_snapshot, timeout, keys_from, keys_format,
+                   rows) -> None:
+    """The keys of the command line and then those of ``--keys-from``, chunk by chunk, several in flight."""
     from ..service.client import LookupClient
 
-    client = LookupClient(table, catalog, security=security, timeout=max(0.1, timeout - (time.monotonic() - started)))
+    client = LookupClient(table, catalog, security=security, timeout=timeout)
     parsed = [client.parser.from_text(k) for k in keys]
-    stream = _open_keys(keys_from) if keys_from else None
-    out = RowsOutput(fmt, missing)
+    stream = _open_keys(keys_from)
 
     async def main() -> None:
         import asyncio
 
         try:
             if parsed:
-                out.write(await client.lookup(parsed, select=columns, min_snapshot=min_snapshot, parsed=True))
-            if stream is not None:
-                source = "stdin" if keys_from == "-" else keys_from
-                tables = iter(key_tables(client.parser, stream, source, keys_format))
+                rows.write(await client.lookup(parsed, select=columns, min_snapshot=min_snapshot, parsed=True))
+            source = "stdin" if keys_from == "-" else keys_from
+            tables = iter(key_tables(client.parser, stream, source, keys_format))
 
-                async def chunks():
-                    while True:
-                        chunk = await asyncio.to_thread(next, tables, None)
-                        if chunk is None:
-                            return
-                        yield chunk
+            async def chunks():
+                while True:
+                    chunk = await asyncio.to_thread(next, tables, None)
+                    if chunk is None:
+                        return
+                    yield chunk
 
-                async for result in client.lookup_batches(chunks(), select=columns, min_snapshot=min_snapshot):
-                    await asyncio.to_thread(out.write, result)
+            async for result in client.lookup_batches(chunks(), select=columns, min_snapshot=min_snapshot):
+                await asyncio.to_thread(rows.write, result)
         finally:
             await client.close()
 
     try:
         run(main())
     finally:
-        if stream is not None and stream is not sys.stdin.buffer:
+        if stream is not sys.stdin.buffer:
             stream.close()
-    out.close()
-    out.missing.finish()
 
 
-def _quick(table: str, keys, catalog, security, columns, fmt: str, missing: str, timeout: float) -> bool:
-    """The keys of the command line through ``service/quick.py`` (no pyarrow, no pypaimon): True when answered
-    and printed; False when ``LookupClient`` must do it (any other catalog, format or trouble)."""
-    from ..compat.table_meta import read_local
-    from ..output.formats import choose_format
-
-    fmt = choose_format(fmt, sys.stdout)
-    if fmt not in ("jsonl", "table"):
-        return False
-    from ..service.keys.parse import KeyParser
-    from ..service.client.quick import lookup_few, servable
-
-    meta = read_local(table, dict(catalog.options))
-    if meta is None or not servable(meta):
-        return False
-
-    parsed = [KeyParser(meta).from_text(k) for k in keys]
-    answer = lookup_few(meta, parsed, security=security, select=columns, timeout=timeout)
-    if answer is None:
-        return False
-    gone = MissingKeys(missing)
-    gone.add(len(parsed), answer.missing, parsed.__getitem__)
-    rows = dict(zip(answer.found, answer.rows))
-    names = [name for name, _ in answer.columns]
-    if fmt == "jsonl":
-        from ..output.plain import json_line
-
-        lines = [json_line(answer.columns, rows[i]) if i in rows else "null" for i in range(len(parsed))
-                 if i in rows or gone.printed]
-        if lines:
-            sys.stdout.write("\n".join(lines) + "\n")
-    else:
-        table_rows = [rows[i] if i in rows else [key.get(n) for n in names] for i, key in enumerate(parsed)
-                      if i in rows or gone.printed]
-        if table_rows:
-            _print_rows(names, table_rows)
-    gone.finish()
-    return True
-
-
-class RowsOutput:
-    """Lookup results → stdout in one format, in request order; missing keys as ``MissingKeys`` says."""
-
-    def __init__(self, fmt: str, missing: str) -> None:
-        from ..output import choose_format, make_renderer
-
-        self.fmt = choose_format(fmt, sys.stdout)
-        self.missing = MissingKeys(missing)
-        self._renderer = None if self.fmt == "table" else make_renderer(self.fmt)
-        self._tables: List[Any] = []  # the terminal table is drawn once, at the end
-        self._schema = None
-
-    def write(self, result) -> None:
-        rows = result.rows
-        self._schema = rows.schema
-        self.missing.add(len(result), result.missing, result.key)
-        if result.failed:
-            self.missing.add_failed(result.failed, result.key)
-        if self.missing.printed and result.missing:
-            if self.fmt == "jsonl":
-                return self._jsonl_with_nulls(result)
-            rows = _with_missing_keys(result)
-        if self._renderer is None:
-            self._tables.append(rows)
-            return
-        for batch in rows.to_batches():
-            self._renderer.write(batch)
-        self._renderer.flush()
-
-    def _jsonl_with_nulls(self, result) -> None:
-        """JSON lines, ``null`` for each key not found: the rows rendered as usual, then interleaved."""
-        import io
-
-        from ..output import make_renderer
-
-        buf = io.BytesIO()
-        renderer = make_renderer("jsonl", buf)
-        for batch in result.rows.to_batches():
-            renderer.write(batch)
-        lines: List[bytes] = [b"null"] * len(result)
-        for pos, line in zip(result.found, buf.getvalue().split(b"\n")):
-            lines[pos] = line
-        if result.failed:  # no line for a key the service could not answer (it is named on stderr)
-            lines = [line for pos, line in enumerate(lines) if pos not in result.failed]
-        self._renderer.stream.write(b"\n".join(lines) + b"\n")
-        self._renderer.flush()
-
-    def close(self) -> None:
-        if self._renderer is not None:
-            if self.fmt == "arrow" and self._renderer.rows == 0 and self._schema is not None:
-                self._renderer.begin(self._schema)  # an empty answer is still a readable stream
-            self._renderer.close()
-            return
-        if self._tables:
-            _print_table(self._tables)
-
-
-def _with_missing_keys(result):
-    """The rows with one row per requested key: a key not found shows its key columns, the rest null."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    rows, keys = result.rows, result.key_table
-    position = np.full(len(result), -1, dtype=np.int64)
-    position[np.asarray(result.found, dtype=np.int64)] = np.arange(len(result.found))
-    found = pa.array(position >= 0)
-    taken = rows.take(pa.array(position, mask=position < 0))
-    columns = [pc.if_else(found, taken.column(f.name), keys.column(f.name).cast(f.type))
-               if f.name in keys.column_names else taken.column(f.name) for f in rows.schema]
-    table = pa.Table.from_arrays(columns, schema=rows.schema)
-    if result.failed:  # no row for a key the service could not answer (it is named on stderr)
-        keep = np.ones(len(result), dtype=bool)
-        keep[list(result.failed)] = False
-        table = table.filter(pa.array(keep))
-    return table
-
-
-def _print_table(tables: List[Any]) -> None:
-    import pyarrow as pa
-
-    rows = pa.concat_tables(tables)
-    _print_rows(rows.schema.names, [list(row.values()) for row in rows.to_pylist()])
-
-
-def _print_rows(names: List[str], rows: List[List[Any]]) -> None:
-    from rich.console import Console
-
-    from ..output.plain import text
-    from ..output.terminal_tables import report
-
-    console = Console()
-    console.print(report(names, [[text(v) for v in row] for row in rows], console))
-
-
-__all__ = ["RowsOutput", "key_tables", "lookup"]
+__all__ = ["key_tables", "lookup"]

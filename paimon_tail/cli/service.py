@@ -208,11 +208,9 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
     """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s.
 
     A table on a terminal; piped, a JSON line per executor (like follow and consumers)."""
-    import sys
-
-    from ..service.client import LookupClient
-
     from ..catalog import open_table
+    from ..output.command_output import Output
+    from ..service.client import LookupClient
 
     client = LookupClient(open_table(table, catalog), security=security_from_options(token_file, tls_cert, tls_key,
                                                                                     tls_ca), timeout=timeout)
@@ -245,31 +243,23 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
             for e in st.executors
         ],
     }
-    if as_json or not sys.stdout.isatty():
-        import json
-
+    out = Output.choose("jsonl" if as_json else "auto")
+    if not out.terminal:
         if as_json:
-            click.echo(json.dumps(data))
+            out.json(data)
             return
-        for e in data["executor"]:  # flat records for jq; the bucket list stays in --json
-            row = {"table": table, "address_server": st.address, "latest_snapshot": latest_id,
-                   "storage_error": data["storage_error"]}
-            row.update((k, v) for k, v in e.items() if k != "bucket_list")
-            click.echo(json.dumps(row))
+        out.records(dict({"table": table, "address_server": st.address, "latest_snapshot": latest_id,
+                          "storage_error": data["storage_error"]}, **{k: v for k, v in e.items() if k != "bucket_list"})
+                    for e in data["executor"])  # flat records for jq; the bucket list stays in --json
         return
-    from rich.console import Console
-
-    from ..output.terminal_tables import report
-
-    console = Console()
-    console.print(f"[bold]{table}[/] served by {st.address} (paimon-tail {st.version}), "
-                  f"{st.num_executors} executor(s), {st.channels} channels; latest snapshot {latest_id} "
-                  f"(schema {st.schema_id})")
+    out.say(f"[bold]{table}[/] served by {st.address} (paimon-tail {st.version}), "
+            f"{st.num_executors} executor(s), {st.channels} channels; latest snapshot {latest_id} "
+            f"(schema {st.schema_id})")
     if st.storage_error:
         from ..storage.retry import Outage
 
         outage = Outage(st.storage_error_since_ms / 1000, st.storage_error, 0)
-        console.print(f"[bold red]{outage.describe()}[/] (retrying; lookups answer at the snapshots below)")
+        out.say(f"[bold red]{outage.describe()}[/] (retrying; lookups answer at the snapshots below)")
     rows = []
     for e in data["executor"]:
         lag = "-" if e["lag_snapshots"] is None else f"{e['lag_snapshots']} ({e['lag_seconds']}s)"
@@ -279,8 +269,8 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
                      str(e["schema_id"]), lag, str(len(e["channels"])), str(e["buckets"]), str(e["keys"]), loaded,
                      _size(e["disk_bytes"]), _size(e["memory_bytes"]), str(e["requests_per_second"]),
                      str(e["keys_per_second"]), str(e["restarts"])])
-    console.print(report(("executor", "address", "host", "alive", "snapshot", "schema", "lag", "channels", "buckets",
-                          "keys", "loaded", "disk", "memory", "req/s", "keys/s", "restarts"), rows, console))
+    out.report(("executor", "address", "host", "alive", "snapshot", "schema", "lag", "channels", "buckets", "keys",
+                "loaded", "disk", "memory", "req/s", "keys/s", "restarts"), rows)
 
 
 def _size(n: int) -> str:

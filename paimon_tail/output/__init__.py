@@ -1,14 +1,16 @@
 """Output formats: JSON lines, CSV/TSV, Arrow IPC stream and the rich live table, over one value mapping.
 
-Imported lazily: ``choose_format`` and the plain-Python text of ``plain.py`` must not load pyarrow or polars.
+Imported lazily: ``Output`` (one per command: the format, chosen once), ``choose_format`` and the plain-Python text of
+``plain.py`` must not load pyarrow or polars.
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-_LAZY = {"FORMATS": ".formats", "CDC_FORMATS": ".formats", "choose_format": ".formats", "Renderer": ".renderers",
-         "make_renderer": ".renderers", "plain_rows": ".values"}
+_LAZY = {"FORMATS": ".formats", "CDC_FORMATS": ".formats", "choose_format": ".formats", "Renderer": ".base",
+         "make_renderer": ".renderers", "plain_rows": ".values", "Output": ".command_output",
+         "LookupRows": ".lookup_rows"}
 
 
 def __getattr__(name: str) -> Any:
@@ -18,4 +20,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module, __name__), name)
 
 
-__all__ = ["CDC_FORMATS", "FORMATS", "Renderer", "choose_format", "make_renderer", "plain_rows"]
+__all__ = ["CDC_FORMATS", "FORMATS", "LookupRows", "Output", "Renderer", "choose_format", "make_renderer", "plain_rows"]

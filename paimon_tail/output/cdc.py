@@ -29,7 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import UsageError
-from .renderers import Renderer, _polars_write
+from .base import Renderer
+from .polars_io import polars_write
 from .values import plain_rows, polars_can_write, to_polars
 
 if TYPE_CHECKING:
@@ -208,14 +209,14 @@ class DebeziumRenderer(ChangeRenderer):
         ]).with_columns(pl.struct(**source).alias("source"), pl.Series("op", plan.ops.tolist(), pl.String),
                         pl.lit(item.commit_time_ms, pl.Int64).alias("ts_ms"))
         out = io.BytesIO()
-        _polars_write(events.write_ndjson, out)
+        polars_write(events.write_ndjson, out)
         if self.key_delimiter is None:
             return out.getvalue()
         keys = item.table.primary_keys
         if keys:
             rows = pl.from_arrow(pc.coalesce(plan.after, plan.before))  # the image the key is taken from
             key_out = io.BytesIO()
-            _polars_write(to_polars(images.select(list(keys))).select(pl.all().gather(rows)).write_ndjson, key_out)
+            polars_write(to_polars(images.select(list(keys))).select(pl.all().gather(rows)).write_ndjson, key_out)
             key_lines = key_out.getvalue().split(b"\n")
         else:
             key_lines = [b""] * n

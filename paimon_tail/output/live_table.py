@@ -23,7 +23,7 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
-from .renderers import Renderer
+from .base import Renderer
 from .status import Pace, state
 from .terminal_tables import GAP, Lines, aligned, fitting_columns, hidden_note, natural_width, RecordLines, rule, width_of
 from .values import plain_rows, text

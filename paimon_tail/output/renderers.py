@@ -8,82 +8,21 @@ pipe (read them with a loop over ``pa.ipc.open_stream`` until EOF, see docs/foll
 Several tables followed together (``table_column=True``): every row gets ``_table`` (``db.table``) as its first
 column; CSV/TSV print a header line and Arrow starts a new IPC stream whenever the columns change, i.e. when the
 next batch comes from a table with other columns. The change-event formats (Debezium, Canal, Maxwell) are in
-``cdc.py``.
+``cdc.py``, the live table in ``live_table.py``; both build on ``base.py`` (the ``Renderer`` contract) and
+``polars_io.py``, which this module imports too, so nothing here imports back.
 """
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, BinaryIO, Optional
+from typing import BinaryIO, Optional
 
 import pyarrow as pa
 
 from ..errors import UsageError
+from .base import TABLE_COLUMN, Renderer, with_table_column
 from .formats import CDC_FORMATS, FORMATS, choose_format
+from .polars_io import polars_write
 from .values import dumps, plain_rows, polars_can_write, to_polars
-
-if TYPE_CHECKING:
-    from ..stream.follower import FollowBatch
-
-TABLE_COLUMN = "_table"
-
-
-class _Unflushed:
-    """The stream as polars sees it: polars flushes after every write_ndjson/write_csv (twice), i.e. per batch;
-    we flush once per snapshot (``Renderer.flush``), so a snapshot of many small batches is one write to the OS."""
-
-    __slots__ = ("write",)
-
-    def __init__(self, stream) -> None:
-        self.write = stream.write
-
-    def flush(self) -> None:
-        pass
-
-
-def _polars_write(write, stream) -> None:
-    """polars reports a closed pipe as a plain OSError from Rust; make it the BrokenPipeError it is."""
-    try:
-        write(_Unflushed(stream))
-    except BrokenPipeError:
-        raise
-    except OSError as e:
-        if "Broken pipe" in str(e) or getattr(e, "errno", None) == 32:
-            raise BrokenPipeError(32, "Broken pipe") from None
-        raise
-
-
-def with_table_column(batch: pa.RecordBatch, name: str) -> pa.RecordBatch:
-    """``_table`` first: which table each row came from, when several are followed together."""
-    column = pa.array([name] * batch.num_rows, pa.string())
-    return pa.RecordBatch.from_arrays([column, *batch.columns],
-                                      schema=batch.schema.insert(0, pa.field(TABLE_COLUMN, pa.string())))
-
-
-class Renderer:
-    # write_item() may run in a worker thread (one at a time, in order): tail() renders big batches off the loop
-    thread_safe = False
-
-    def __init__(self, stream: BinaryIO, table_column: bool = False) -> None:
-        self.stream = stream
-        self.rows = 0
-        self.table_column = table_column
-
-    def write_item(self, item: "FollowBatch") -> None:
-        """A follower's batch. Row formats write its rows (tagged with ``_table`` when asked); formats that need
-        more than the rows (the change-event envelopes: snapshot, commit time, table, full or delta) override it."""
-        batch = item.batch
-        if self.table_column:
-            batch = with_table_column(batch, item.table.full_name)
-        self.write(batch)
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        raise NotImplementedError
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def close(self) -> None:
-        self.flush()
 
 
 class JsonLinesRenderer(Renderer):
@@ -93,7 +32,7 @@ class JsonLinesRenderer(Renderer):
         if batch.num_rows == 0:
             return
         if polars_can_write(batch.schema):
-            _polars_write(to_polars(batch).write_ndjson, self.stream)
+            polars_write(to_polars(batch).write_ndjson, self.stream)
         else:
             self.stream.write("".join(dumps(row) + "\n" for row in plain_rows(batch)).encode("utf-8"))
         self.rows += batch.num_rows
@@ -122,7 +61,7 @@ class DelimitedRenderer(Renderer):
                 pl.Series(f.name, [None if r[f.name] is None else dumps(r[f.name]) for r in rows], pl.String)
                 for f in batch.schema if pa.types.is_map(f.type)
             ])
-        _polars_write(lambda out: df.write_csv(out, include_header=header, separator=self.separator), self.stream)
+        polars_write(lambda out: df.write_csv(out, include_header=header, separator=self.separator), self.stream)
         self.rows += batch.num_rows
 
 
@@ -193,4 +132,4 @@ def make_renderer(fmt: str, stream: Optional[BinaryIO] = None, *, many_tables: b
     raise UsageError(f"unknown format {fmt!r}")
 
 
-__all__ = ["CDC_FORMATS", "FORMATS", "Renderer", "choose_format", "make_renderer", "with_table_column"]
+__all__ = ["CDC_FORMATS", "FORMATS", "TABLE_COLUMN", "Renderer", "choose_format", "make_renderer", "with_table_column"]

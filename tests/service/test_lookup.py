@@ -189,6 +189,47 @@ def test_cli_single_key_lookup_loads_no_pyarrow(warehouse, served):
     assert code == 0 and "pyarrow" in modules and csv_out.splitlines()[1].startswith("7,2026-11-02,v2-7")
 
 
+def test_lookup_keys_takes_the_quick_path_or_the_client_and_renders_alike(warehouse, served):
+    """The library decides the path (service/client/quick.py: lookup_keys), and one LookupRows renders either
+    answer to the same bytes (JSON lines and the terminal table, --missing null's placeholders included)."""
+    import io
+
+    from paimon_tail.cli.missing import MissingKeys
+    from paimon_tail.output.command_output import Output
+    from paimon_tail.output.lookup_rows import LookupRows
+    from paimon_tail.service.client.core import LookupResult
+    from paimon_tail.service.client.quick import FewRows, lookup_keys
+    from paimon_tail.service.protocol.security import Security
+
+    catalog, security = catalog_config(warehouse.path), Security.from_options()
+    texts = ["id=7,dt=2026-11-02", "id=3,dt=2026-11-01", "id=14,dt=2026-11-03", "id=8,dt=2026-11-03"]
+    few = lookup_keys("db.orders", texts, catalog, security=security)
+    assert isinstance(few, FewRows) and (few.found, few.missing) == ([0, 3], [1, 2])
+    full = lookup_keys("db.orders", texts, catalog, security=security, min_snapshot=1)  # the client's to answer
+    also = lookup_keys("db.orders", texts, catalog, security=security, values=False)  # e.g. -f csv
+    for result in (full, also):
+        assert isinstance(result, LookupResult) and (result.found, result.missing) == ([0, 3], [1, 2])
+        assert result.rows.to_pylist() == [dict(zip([n for n, _ in few.columns], row)) for row in few.rows]
+    assert few.rows[0][:3] == [7, "2026-11-02", "v2-7"]
+
+    def rendered(fmt: str, answer) -> str:
+        sink = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+        rows = LookupRows(Output(fmt, sink), MissingKeys("null"))
+        if isinstance(answer, FewRows):
+            rows.write_values(answer)
+        else:
+            rows.write(answer)
+        rows.close()
+        sink.flush()
+        return sink.buffer.getvalue().decode()
+
+    for fmt in ("jsonl", "table"):
+        assert rendered(fmt, few) == rendered(fmt, full), fmt
+    assert rendered("jsonl", few).splitlines()[1:3] == ["null", "null"]
+    table = rendered("table", few)
+    assert "v2-7" in table and "2026-11-01" in table  # a key not found shows its key columns
+
+
 def test_cli_keys_from_jsonl_and_arrow(warehouse, served):
     """--keys-from: JSON lines (objects, scalars mixed in, blank lines), Arrow IPC streams, composite keys, missing
     keys; the output equals the keys given one by one; a malformed line is one error naming it."""

@@ -1,5 +1,5 @@
 """Lookups against a running query service: ``LookupClient`` (``lookup_client.py``, over the sans-IO ``core.py``)
-and the command line's few keys without pyarrow (``quick.py``).
+and the command line's few keys without pyarrow (``quick.py``; ``lookup_keys`` picks that path or the client).
 
 Names are imported on first use, so ``quick.py`` (which must not load pyarrow) can live in this package.
 """
@@ -9,7 +9,7 @@ import importlib
 from typing import Any
 
 _LAZY = {"LookupClient": ".lookup_client", "LookupResult": ".core", "LookupTimeout": ".core", "Deadline": ".core",
-         "PaimonTailError": "...errors"}
+         "PaimonTailError": "...errors", "lookup_keys": ".quick"}
 
 
 def __getattr__(name: str) -> Any:
@@ -21,4 +21,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["Deadline", "LookupClient", "LookupResult", "LookupTimeout", "PaimonTailError"]
+__all__ = ["Deadline", "LookupClient", "LookupResult", "LookupTimeout", "PaimonTailError", "lookup_keys"]

@@ -23,11 +23,11 @@ import pyarrow as pa
 
 from ...errors import ServiceError, UsageError
 from ..keys.bucket_hash import channels_of
-from ..keys.routing import channel
 from ..protocol import PROTOCOL_VERSION
 from ..protocol import lookup_pb2 as pb
 from ..protocol import registration as regmod
 from ..protocol.wire import indices, ipc_stream
+from .route import Route
 
 
 class LookupTimeout(ServiceError):
@@ -175,56 +175,6 @@ def unreachable_error(table: str, reg: regmod.Registration, last: str) -> Servic
                             f"expired (last heartbeat {ago:.0f}s ago)")
     return ServiceError(f"no live service for {table}: the address server at {', '.join(reg.addresses)} does not "
                         f"answer ({last})")
-
-
-class Route:
-    """Where keys go, from the coordinator's ``ExecutorsResponse``: channel → executor → address. A *fallback*
-    route is read from the registration's assignment while no coordinator answers (its executors keep answering
-    from what they hold)."""
-
-    def __init__(self, registration: regmod.Registration, response: pb.ExecutorsResponse,
-                 fallback: bool = False) -> None:
-        self.registration = registration
-        self.response = response
-        self.fallback = fallback
-        self.v2 = response.protocol_version >= 2 and response.channels > 0
-        # version 3: several typed keys in one request (what concurrent one-key calls share)
-        self.shared_calls = self.v2 and response.protocol_version >= 3
-        if self.v2:
-            self.channels = response.channels
-            self.owners = np.asarray(response.owners, dtype=np.int64)
-            self.executors = {e.index: e for e in response.executors}
-        else:  # a version 1 service: executor i serves ChannelComputer's i
-            self.channels = response.num_executors
-            self.owners = np.arange(self.channels, dtype=np.int64)
-            self.executors = {i: e for i, e in enumerate(response.executors)}
-        self._owners = self.owners.tolist()  # one key's owner without numpy
-        self.max_batch_keys = response.max_batch_keys
-
-    def owner(self, part_hash: int, bucket: int) -> int:
-        return self._owners[channel(part_hash, bucket, self.channels)]
-
-    @classmethod
-    def from_registration(cls, reg: regmod.Registration) -> Optional["Route"]:
-        """The routing the registration was last written with, or None when it has none."""
-        if not reg.channels or not reg.assignment:
-            return None
-        owners = [-1] * reg.channels
-        executors = []
-        for entry in reg.assignment:
-            index, address = entry.get("index", -1), entry.get("address", "")
-            if index < 0 or not address:
-                continue
-            executors.append(pb.ExecutorInfo(index=index, address=address, alive=True, host=entry.get("host", "")))
-            for c in entry.get("channels", ()):
-                if 0 <= c < reg.channels:
-                    owners[c] = index
-        if not executors:
-            return None
-        return cls(reg, pb.ExecutorsResponse(protocol_version=min(reg.protocol, PROTOCOL_VERSION),
-                                             num_executors=len(executors),
-                                             executors=executors, channels=reg.channels, owners=owners),
-                   fallback=True)
 
 
 def fallback_error(table: str, route: Route, call: "Call", e: grpc.RpcError) -> ServiceError:
@@ -404,8 +354,8 @@ class Lookup:
         max_batch = min(self.batch_size, route.max_batch_keys or self.batch_size)
         calls = []
         for ex, idx in groups:
-            info = route.executors.get(ex)
-            if ex < 0 or info is None or not info.address or not info.alive:
+            info = route.available(ex)
+            if info is None:
                 self._again(idx, f"no executor serves these keys now (executor {ex} is not available)"
                             if ex >= 0 else "no executor serves these keys now (waiting for one to join)")
                 continue
@@ -591,8 +541,8 @@ class OneKey:
     def plan(self, route: Route) -> List[Call]:
         self.route = route
         ex = route.owner(self.part_hash, self.bucket)
-        info = route.executors.get(ex)
-        if ex < 0 or info is None or not info.address or not info.alive:
+        info = route.available(ex)
+        if info is None:
             self._reason = f"no executor serves this key now (executor {ex} is not available)" if ex >= 0 else \
                 "no executor serves this key now (waiting for one to join)"
             return []

@@ -7,13 +7,14 @@ as Arrow IPC (``protocol/ipc_py.py``) and the rows decoded in Python. Whenever a
 registration; TLS or a token the options do not give; a key or row type outside ``ipc_py``'s subset; a table the
 service cannot serve; an unknown ``--select`` column; any RPC error; a key the executor could not answer) it
 returns None and the caller runs ``LookupClient``, which owns the retries, the deadline and every error message.
-This path decides no error and retries nothing.
+This path decides no error and retries nothing; ``lookup_keys`` is the one place that decides when it is tried,
+with what share of the time, and hands the rest to ``LookupClient``.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -24,6 +25,11 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
 from ..protocol.security import Security, make_sync_channel
+from .route import Route
+
+if TYPE_CHECKING:
+    from ...catalog import CatalogConfig
+    from .core import LookupResult
 
 MAX_MESSAGE_BYTES = 64 << 20
 
@@ -37,6 +43,41 @@ class FewRows:
     found: List[int]
     missing: List[int]
     keys: List[Dict[str, Any]]
+    failed: Dict[int, str] = field(default_factory=dict)  # always empty: a key not answered sends it to LookupClient
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def key(self, pos: int) -> Dict[str, Any]:
+        return self.keys[pos]
+
+
+def lookup_keys(table: str, texts: Sequence[str], catalog: "CatalogConfig", *, security: Security,
+                select: Optional[Sequence[str]] = None, min_snapshot: Optional[int] = None, timeout: float = 10.0,
+                values: bool = True) -> Union[FewRows, "LookupResult"]:
+    """Keys as a command line writes them (``42``, ``id=42,dt=2026-11-01``), answered the quickest way that can:
+    without pyarrow when ``values`` (the caller takes ``FewRows``), no ``min_snapshot`` is asked for and the table is
+    local and plain, within half of ``timeout``; else ``LookupClient`` answers (a ``LookupResult``) within the time
+    left, and owns every error."""
+    from ...compat.table_meta import read_local
+    from ..keys.parse import KeyParser
+
+    started = time.monotonic()
+    if values and min_snapshot is None:
+        meta = read_local(table, dict(catalog.options))
+        if meta is not None and servable(meta):
+            few = lookup_few(meta, [KeyParser(meta).from_text(k) for k in texts], security=security, select=select,
+                             timeout=timeout / 2)
+            if few is not None:
+                return few
+    from .lookup_client import LookupClient
+
+    client = LookupClient(table, catalog, security=security, timeout=max(0.1, timeout - (time.monotonic() - started)))
+    try:
+        return client.lookup_sync([client.parser.from_text(k) for k in texts], select=select,
+                                  min_snapshot=min_snapshot, parsed=True)
+    finally:
+        client.close_sync()
 
 
 def lookup_few(meta: TableMeta, keys: List[Dict[str, Any]], *, security: Security,
@@ -86,19 +127,15 @@ def _call(meta, keys, plan, reg, security: Security, select, deadline: float) ->
         return channels[address]
 
     try:
-        route = pbg.AddressServiceStub(channel(reg.addresses[0])).Executors(
+        route = Route(reg, pbg.AddressServiceStub(channel(reg.addresses[0])).Executors(
             pb.ExecutorsRequest(table=meta.name, protocol_version=PROTOCOL_VERSION), timeout=_left(deadline),
-            metadata=metadata)
-        if not route.channels:
+            metadata=metadata))
+        if not route.v2:
             return None
-        executors = {e.index: e for e in route.executors}
-        groups: Dict[int, List[int]] = {}
-        for i, (part, bucket) in enumerate(zip(plan["partitions"], plan["buckets"])):
-            groups.setdefault(route.owners[binary_row.channel(part, bucket, route.channels)], []).append(i)
         calls = []
-        for ex, positions in groups.items():
-            info = executors.get(ex)
-            if info is None or not info.alive or not info.address:
+        for ex, positions in route.groups(plan["partitions"], plan["buckets"]).items():
+            info = route.available(ex)
+            if info is None:
                 return None
             request = pb.LookupRequest(
                 table=meta.name, buckets=[plan["buckets"][i] for i in positions], select=list(select or ()),
@@ -131,4 +168,4 @@ def _left(deadline: float) -> float:
     return left
 
 
-__all__ = ["FewRows", "lookup_few", "servable"]
+__all__ = ["FewRows", "lookup_few", "lookup_keys", "servable"]

@@ -11,6 +11,7 @@
     python -m benchmarks lookup|spark [-- extra args]   # colleagues' scripts (benchmarks/lookup.py, spark_bench.py)
     python -m benchmarks store [--size tiny|5m|20m]      # the query service at production size (benchmarks/store.py)
     python -m benchmarks concurrency [-- --clients 8]     # 8 concurrent clients: the service vs a grpc.aio echo
+                                                          # (after `--`: the script's own options, for lookup|spark|store too)
     python -m benchmarks soak --minutes 30 [--size tiny]  # memory, threads, fds and disk of every process over a
                                                           # long run, with its correctness checks (benchmarks/soak.py)
     python -m benchmarks timestamps [--size tiny|medium] [--before PATH]   # JSON catch-up of a table with timestamps
@@ -61,8 +62,10 @@ def main(argv=None) -> int:
                     "installed one (e.g. `git worktree add /tmp/before <commit>` for a before/after table)")
     ap.add_argument("--before", metavar="PATH", help="timestamps, fullread: also run the source tree at PATH in the "
                     "same rounds (before/after in one run)")
-    ap.add_argument("extra", nargs="*", help="arguments passed to lookup/spark")
-    args = ap.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = ap.parse_args(argv[:cut])
+    args.extra = argv[cut + 1:]  # after `--`: passed to lookup, spark, store and concurrency as they are
     if args.product:
         os.environ["PAIMON_TAIL_BENCH_SRC"] = str(Path(args.product).resolve())
         sys.path.insert(0, os.environ["PAIMON_TAIL_BENCH_SRC"])

@@ -249,6 +249,13 @@ def _order_ids(demo) -> set:
     return set(rb.new_read().to_arrow(rb.new_scan().plan().splits()).column("order_id").to_pylist())
 
 
+def _raced_expiry(line: str, out: str) -> bool:
+    """Did a read from the earliest snapshot lose the race with the demo's expiry (its writer expires 61
+    snapshots a minute at once: a follower that starts just before has not read them yet, and says so)? Such a
+    line runs once more; a second loss fails the test."""
+    return "earliest" in line and "expired before they were read" in out
+
+
 def _check_lines(demo, lines: List[str], prelude: str) -> None:
     for line in lines:
         if "spark_pipeline.py" in line and not shutil.which("java"):
@@ -261,6 +268,8 @@ def _check_lines(demo, lines: List[str], prelude: str) -> None:
             # checked instead: keyed Debezium events, the key a JSON object, the value an envelope.
             line = line[:kafka.start()] + "| head -n 3"
         code, out = _run_line(demo, prelude, line, timeout=300 if "examples/" in line else 60)
+        if _raced_expiry(line, out):
+            code, out = _run_line(demo, prelude, line, timeout=60)
         if line.rstrip().endswith("&"):
             continue
         assert "Traceback" not in out, f"{line!r}: {out}"
@@ -316,8 +325,11 @@ def test_readme_examples_as_written(demo):
         "streaming_enrichment.py left its checkpoint directory behind"
     assert {1, 2, 3} <= _order_ids(demo), "the README's lookup keys are kept by the demo"
     (python,) = [code for heading, code in _blocks("README.md", "python")]
-    r = subprocess.run([sys.executable, "-c", python], cwd=demo["cwd"], env=demo["env"], capture_output=True,
-                       text=True, timeout=60)
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", python], cwd=demo["cwd"], env=demo["env"], capture_output=True,
+                           text=True, timeout=60)
+        if not _raced_expiry(python, r.stderr):
+            break
     assert r.returncode == 0, r.stderr
     first = r.stdout.splitlines()
     assert first and re.fullmatch(r"\d+ \d+", first[0]), r.stdout

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -129,3 +130,44 @@ def start_cli(args: Iterable[str], **kwargs) -> subprocess.Popen:
     env.pop("PAIMON_WAREHOUSE", None)
     env.update(kwargs.pop("env", {}))
     return subprocess.Popen(CLI + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, **kwargs)
+
+
+def writers_of(warehouse: str, prefix: bool = False) -> list:
+    """pids of the demo writer processes running for ``warehouse`` (with ``prefix``: for any under it)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+        except OSError:
+            continue
+        path = warehouse.encode()
+        if b"paimon_tail.demo_daemon" in cmd and any(a == path or prefix and a.startswith(path) for a in cmd):
+            found.append(int(pid))
+    return found
+
+
+@pytest.fixture
+def demo_dir(tmp_path):
+    """Where a test runs the demo; whatever writer it leaves is stopped (and, failing that, killed)."""
+    path = str(tmp_path / "demo")
+    yield path
+    run_cli(["demo", "--stop", "-w", path], timeout=120)
+    for pid in writers_of(path):
+        os.kill(pid, signal.SIGKILL)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """A demo writer keeps committing until ``demo --stop`` (by design): a test that starts one stops it (the
+    ``demo_dir`` fixture). One still running at the end of the run is a test's leak: killed, and the run fails."""
+    import tempfile
+
+    leaked = writers_of(os.path.join(tempfile.gettempdir(), "pytest-of-"), prefix=True)
+    for pid in leaked:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if leaked:
+        print(f"\ndemo writers left running by the tests (killed): {leaked}", file=sys.stderr)
+        session.exitstatus = 1

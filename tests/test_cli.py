@@ -258,8 +258,8 @@ def test_consumer_resume_after_sigkill_loses_nothing(wh):
     assert set(seen) == set(expected), "rows lost across SIGKILLs"
 
 
-def test_demo_runs_and_prints_next_steps(tmp_path):
-    out = run_cli(["demo", "-w", str(tmp_path / "demo"), "--duration", "3", "--interval", "0.3"], timeout=60)
+def test_demo_runs_and_prints_next_steps(demo_dir):
+    out = run_cli(["demo", "-w", demo_dir, "--duration", "3", "--interval", "0.3"], timeout=60)
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     tables = {r["_table"] for r in rows}
@@ -267,13 +267,12 @@ def test_demo_runs_and_prints_next_steps(tmp_path):
     kinds = {r["_row_kind"] for r in rows if r["_table"] == "shop.orders"}
     assert "+I" in kinds and len(rows) > 10
     assert f"{sys.executable} -m paimon_tail follow shop.orders" in out.stderr.decode()  # as it was started
-    follow = run_cli(["follow", "shop.orders", "-w", str(tmp_path / "demo"), "--from", "earliest", "-e",
-                      "--row-kind"])
+    follow = run_cli(["follow", "shop.orders", "-w", demo_dir, "--from", "earliest", "-e", "--row-kind"])
     assert {json.loads(line)["_row_kind"] for line in follow.stdout.splitlines()} >= {"+I", "+U"}
 
 
 @pytest.mark.parametrize("on_path", [True, False])
-def test_demo_hints_run_as_printed(tmp_path, on_path):
+def test_demo_hints_run_as_printed(demo_dir, on_path):
     """The demo's "Try next" lines work when pasted into the same shell: bare `paimon-tail` when that is this
     program on PATH (an activated venv), else the path the demo was started by (e.g. .venv/bin/paimon-tail)."""
     import shlex
@@ -282,7 +281,7 @@ def test_demo_hints_run_as_printed(tmp_path, on_path):
     env = {k: v for k, v in os.environ.items() if k != "PAIMON_WAREHOUSE"}
     paths = [p for p in env["PATH"].split(":") if os.path.realpath(p) != os.path.realpath(bin_dir)]
     env["PATH"] = ":".join(([bin_dir] if on_path else []) + paths)
-    out = subprocess.run([os.path.join(bin_dir, "paimon-tail"), "demo", "-w", str(tmp_path / "demo"),
+    out = subprocess.run([os.path.join(bin_dir, "paimon-tail"), "demo", "-w", demo_dir,
                           "--duration", "1", "--interval", "0.2"], capture_output=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     hints = [line.strip() for line in out.stderr.decode().splitlines() if "--consumer-id me" in line]

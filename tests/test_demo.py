@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from .conftest import CLI, run_cli
+from .conftest import CLI, run_cli, writers_of
 from .terminal import Terminal
 
 
@@ -21,36 +21,12 @@ def latest(warehouse: str, table: str = "shop.orders") -> int:
     return snap.id if snap else 0
 
 
-def writers_of(warehouse: str) -> list:
-    """pids of the demo writer processes running for ``warehouse``."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().split(b"\0")
-        except OSError:
-            continue
-        if b"paimon_tail.demo_daemon" in cmd and warehouse.encode() in cmd:
-            found.append(int(pid))
-    return found
-
-
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
-
-@pytest.fixture
-def demo_dir(tmp_path):
-    """Where a test runs the demo; whatever writer it leaves is stopped (and, failing that, killed)."""
-    path = str(tmp_path / "demo")
-    yield path
-    run_cli(["demo", "--stop", "-w", path], timeout=120)
-    for pid in writers_of(path):
-        os.kill(pid, signal.SIGKILL)
 
 
 def test_ctrl_c_stops_following_not_writing_until_demo_stop(demo_dir):

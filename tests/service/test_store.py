@@ -311,3 +311,24 @@ def test_executors_allocate_from_an_allocator_that_returns_memory():
             "print(use_returning_allocator(), pa.default_memory_pool().backend_name)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["jemalloc", "jemalloc"]
+
+
+def test_value_reader_gives_what_to_pylist_gives():
+    """A one-key answer reads values through ``value_reader`` (numpy views, string offsets): the same values and
+    Python types as ``to_pylist``, for sliced arrays, nulls, empty strings and the types it leaves to pyarrow."""
+    import datetime
+    import decimal
+
+    from paimon_tail.service.store.runs import value_reader
+
+    arrays = [pa.array([1, 2, 3], pa.int8()), pa.array([1, -2, 3], pa.int64()), pa.array([2 ** 63 + 5], pa.uint64()),
+              pa.array([0.5, 1.5], pa.float32()), pa.array([1.25, None]), pa.array(["a", "héllo", ""]),
+              pa.array(["x", None]), pa.array(["ab", "cd", "ef"], pa.large_string()), pa.array(["", ""]),
+              pa.array([True, False]), pa.array([b"x"]), pa.array([datetime.datetime(2020, 1, 1)]),
+              pa.array([decimal.Decimal("1.20")]), pa.array([None, None], pa.int64()),
+              pa.array(list(range(100)))[37:60], pa.array([f"s{i}" for i in range(100)])[41:77]]
+    for array in arrays:
+        read = value_reader(array)
+        got = [read(i) for i in range(len(array))]
+        assert got == array.to_pylist(), array.type
+        assert [type(v) for v in got] == [type(v) for v in array.to_pylist()], array.type

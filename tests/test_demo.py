@@ -8,8 +8,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from .conftest import CLI, run_cli, writers_of
 from .terminal import Terminal
 

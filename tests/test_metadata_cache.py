@@ -6,7 +6,6 @@ pypaimon's own reader in two threads (as a follower's read pool does), with and 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap

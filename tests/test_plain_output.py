@@ -14,7 +14,7 @@ import pytest
 
 from paimon_tail.output.plain import json_line, text
 from paimon_tail.output.renderers import JsonLinesRenderer
-from paimon_tail.output.values import text as live_table_text
+from paimon_tail.output.plain import text as live_table_text
 from paimon_tail.service.protocol import ipc_py
 from paimon_tail.service.protocol.wire import ipc_stream
 

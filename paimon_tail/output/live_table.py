@@ -26,7 +26,8 @@ from rich.text import Text
 from .base import Renderer
 from .status import Pace, state
 from .terminal_tables import GAP, Lines, aligned, fitting_columns, hidden_note, natural_width, RecordLines, rule, width_of
-from .values import plain_rows, text
+from .plain import text
+from .values import plain_rows
 
 if TYPE_CHECKING:
     from ..stream.follower import FollowBatch

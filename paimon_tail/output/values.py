@@ -27,8 +27,6 @@ from typing import Any, Optional
 import numpy as np
 import pyarrow as pa
 
-from .plain import text  # noqa: F401  (the live table's cell text lives with the plain-Python text)
-
 _NEEDS_FIXING = (pa.types.is_decimal, pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary,
                  pa.types.is_timestamp, pa.types.is_floating)
 

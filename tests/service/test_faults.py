@@ -113,7 +113,6 @@ def test_token_required(warehouse, table, tmp_path):
     env = {"PAIMON_TAIL_TOKEN": "s3cret-token"}
     svc = ServeProcess(warehouse.path, [table], env=env, executors=1).wait_ready()
     try:
-        reg = (tmp_path.parent / "x")  # noqa: F841
         text = open(os.path.join(warehouse.path, "db.db", "kv", "service", "service-paimon-tail-lookup")).read()
         assert "s3cret" not in text and '"auth": "token"' in text
         r = run_cli("lookup", table, "5", "--warehouse", warehouse.path)

@@ -1,7 +1,8 @@
 """Routing is Paimon's, bit for bit (values computed with Paimon Java's BinaryRow.hashCode)."""
 from pypaimon.schema.data_types import AtomicType, DataField
 
-from paimon_tail.service.keys.routing import binary_row_hash, channel, java_abs
+from paimon_tail.service.keys.binary_row import java_abs
+from paimon_tail.service.keys.routing import binary_row_hash, channel
 
 
 def test_partition_hash_matches_java():

@@ -22,7 +22,7 @@ import numpy as np
 from ...compat.table_meta import TableMeta, table_meta
 from ...errors import UsageError
 from . import binary_row
-from .binary_row import channel, java_abs  # noqa: F401  (re-exported: the channel of a key lives here)
+from .binary_row import channel  # noqa: F401  (re-exported: the channel of a key lives here)
 
 
 def partition_path(partition_keys: Sequence[str], values: Sequence) -> str:

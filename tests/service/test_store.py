@@ -309,8 +309,12 @@ def test_executors_allocate_from_an_allocator_that_returns_memory():
 
     code = ("import pyarrow as pa; from paimon_tail.service.store.budget import use_returning_allocator; "
             "print(use_returning_allocator(), pa.default_memory_pool().backend_name)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["jemalloc", "jemalloc"]
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["jemalloc", "jemalloc"]
+    chosen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**env, "ARROW_DEFAULT_MEMORY_POOL": "system"})
+    assert chosen.stdout.split() == ["system", "system"]  # the operator's choice is kept
 
 
 def test_value_reader_gives_what_to_pylist_gives():

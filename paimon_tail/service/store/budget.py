@@ -35,7 +35,9 @@ def use_returning_allocator() -> str:
     A cache at its budget frees as much as it allocates. pyarrow's default pool on Linux (mimalloc) keeps the pages
     of freed buffers, so an executor whose cache churns grew by the bytes it evicted: 5M rows, 30 upsert commits,
     cache at 700 MB: 1.7 GB anonymous with mimalloc, 0.9 GB with jemalloc (which returns freed pages after its
-    decay time). Where pyarrow has no jemalloc, the default stays."""
+    decay time). Where pyarrow has no jemalloc, the default stays; an operator's ``ARROW_DEFAULT_MEMORY_POOL`` wins."""
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return pa.default_memory_pool().backend_name
     try:
         pa.set_memory_pool(pa.jemalloc_memory_pool())
     except (NotImplementedError, AttributeError, pa.ArrowException):

@@ -161,6 +161,9 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
                      orphan_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Join a running service as one more executor: it takes a share of the buckets, indexes their files from the
     warehouse and answers lookups at its advertised address, until the service stops it."""
+    from ..service.executor.allocator import executor_environment
+
+    executor_environment()  # before pyarrow loads (the imports below): its allocator reads it then
     import signal
 
     from ..errors import ServiceError

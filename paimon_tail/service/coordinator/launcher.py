@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
+from ..executor.allocator import for_executors
 from ..executor.runner import ExecutorSpec, executor_main, remove_dirs_of
 from .registry import Registry
 
@@ -92,7 +93,7 @@ class LocalProcesses(ExecutorLauncher):
     def _spawn(self, index: int) -> None:
         process = self._ctx.Process(target=executor_main, args=(self.specs[index],), daemon=True,
                                     name=f"paimon-tail-executor-{index}")
-        with _sigint_ignored():
+        with _sigint_ignored(), for_executors():  # its allocator's options (executor/allocator.py)
             process.start()
         self.processes[index] = process
         self.started[index] = time.monotonic()

@@ -1,0 +1,108 @@
+"""Executors start with jemalloc's thread caches off (``service/executor/allocator.py`` has the measurement)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from paimon_tail.service.executor.allocator import EXECUTOR_JEMALLOC_CONF, JEMALLOC_CONF_VAR, executor_environment
+
+# what this process's pyarrow jemalloc says of its thread caches: "true", "false", or "" (no jemalloc here)
+_TCACHE = """
+def tcache_state():
+    import ctypes, glob, os, re, tempfile
+    import pyarrow as pa
+    try:
+        pa.jemalloc_memory_pool()
+        lib = ctypes.CDLL(glob.glob(os.path.join(os.path.dirname(pa.__file__), "libarrow.so.*"))[0])
+        stats = lib["_ZN5arrow20jemalloc_stats_printEPKc"]  # arrow::jemalloc_stats_print(const char*): to stderr
+    except (NotImplementedError, AttributeError, IndexError, OSError, pa.ArrowException):
+        return ""
+    stats.argtypes = [ctypes.c_char_p]
+    fd, path = tempfile.mkstemp()  # (a file that is a name on disk: with TemporaryFile's, the call crashes)
+    saved = os.dup(2)
+    os.dup2(fd, 2)
+    try:
+        stats(b"")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+    with open(path, "rb") as f:
+        m = re.search(rb"opt\\.tcache: (true|false)", f.read())
+    os.unlink(path)
+    return m.group(1).decode() if m else ""
+"""
+exec(_TCACHE)
+
+
+def _without_var() -> dict:
+    return {k: v for k, v in os.environ.items() if k != JEMALLOC_CONF_VAR}
+
+
+def _state_in_new_process(env: dict) -> str:
+    code = _TCACHE + "\nprint(tcache_state())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    return out.stdout.strip()
+
+
+def test_jemalloc_thread_caches_follow_the_executor_environment():
+    default = _state_in_new_process(_without_var())
+    if not default:
+        pytest.skip("pyarrow without jemalloc (or without arrow::jemalloc_stats_print)")
+    assert default == "true"  # jemalloc's default: what executors grew by
+    assert _state_in_new_process(executor_environment(_without_var())) == "false"
+    # an operator's own setting is kept
+    env = executor_environment({**_without_var(), JEMALLOC_CONF_VAR: "tcache:true"})
+    assert env[JEMALLOC_CONF_VAR] == "tcache:true"
+    assert _state_in_new_process(env) == "true"
+
+
+def _probe(spec) -> None:
+    """Stands in for ``executor_main`` in a process serve's launcher spawns."""
+    with open(spec.out, "w") as f:
+        json.dump({"var": os.environ.get(JEMALLOC_CONF_VAR), "tcache": tcache_state()}, f)  # noqa: F821
+
+
+def test_serve_spawns_executors_with_thread_caches_off(tmp_path, monkeypatch):
+    from paimon_tail.service.coordinator import launcher as launcher_mod
+
+    monkeypatch.delenv(JEMALLOC_CONF_VAR, raising=False)
+    monkeypatch.setattr(launcher_mod, "executor_main", _probe)
+    launcher = launcher_mod.LocalProcesses()
+    launcher.start([types.SimpleNamespace(index=0, out=str(tmp_path / "probe.json"))])
+    assert JEMALLOC_CONF_VAR not in os.environ  # serve's own environment is as it was
+    process = launcher.processes[0]
+    process.join(120)
+    assert process.exitcode == 0
+    seen = json.loads((tmp_path / "probe.json").read_text())
+    assert seen["var"] == EXECUTOR_JEMALLOC_CONF
+    if seen["tcache"]:
+        assert seen["tcache"] == "false"
+
+
+def test_executor_command_sets_it_before_pyarrow_loads(tmp_path):
+    """``paimon-tail executor`` runs in a process started by someone else: it sets the variable itself, before
+    anything of it imports pyarrow (a bad --join fails after the imports)."""
+    code = _TCACHE + """
+import sys
+from paimon_tail.cli.service import executor_command
+assert "pyarrow" not in sys.modules
+try:
+    executor_command.main(["--join", "no-port", "-w", sys.argv[1]], standalone_mode=False)
+except Exception as e:
+    assert "bad --join" in str(e), e
+assert "pyarrow" in sys.modules
+print(tcache_state())
+"""
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         env=_without_var())
+    assert out.returncode == 0, out.stderr
+    state = out.stdout.strip()
+    if not state:
+        pytest.skip("pyarrow without jemalloc (or without arrow::jemalloc_stats_print)")
+    assert state == "false"

@@ -4,16 +4,18 @@ An executor's pyarrow allocates from jemalloc (``store/budget.py``: ``use_return
 per-thread caches keep freed buffers for the thread that freed them, per size class (up to 32 KiB, 20 to 200 of
 each), and a thread that allocates rarely never gives them back. An executor has a dozen threads that touch
 Arrow buffers (builds, background writes, lookups, Arrow's I/O threads), each filling its cache a little more as
-new snapshots come: jemalloc's ``tcache_bytes`` went 0.5 → 4.3 MiB in an executor's first 9 minutes under the
-soak's writer, most of its anonymous memory's growth then (+23 MiB/h measured from the 4th to the 12th minute;
-+2 to +5 MiB/h with the caches off, the rest being glibc's and pymalloc's arenas settling). Arrow buffers are
-large and few per lookup, so the caches buy little: executors run with them off.
+snapshots come. Under the soak's writer (a commit every 0.5 s, no lookups) jemalloc's ``tcache_bytes`` went
+0.5 → 4.3 MiB in an executor's first 9 minutes, and its anonymous memory grew +23 to +26 MiB/h from the 4th to
+the 12th minute; with the caches off, +7 to +9 MiB/h over the same minutes and +4.4 MiB/h from the 15th to the
+30th (glibc's thread arenas and mimalloc's segments, while that table grows by ~10k rows an hour per executor;
+docs/performance.md). Arrow buffers are large and few per lookup, so the caches buy little (a take-serialize-read loop of
+small batches: 8 % slower on one thread, no slower on two): executors run with them off.
 
 jemalloc reads its options once, when libarrow loads (``import pyarrow``), from ``JE_ARROW_MALLOC_CONF``; so the
 variable goes into the environment an executor *starts* with: serve sets it before spawning its executors
 (``coordinator/launcher.py``: its own environment is as it was afterwards), ``paimon-tail executor`` before it
-imports pyarrow. An operator's own
-``JE_ARROW_MALLOC_CONF`` is kept as it is.
+imports pyarrow. An operator's own ``JE_ARROW_MALLOC_CONF`` is kept as it is. (An executor started any other way,
+a Spark task, keeps jemalloc's default unless its environment has the variable.)
 """
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ from paimon_tail.service.keys.routing import TableRouting
 from paimon_tail.service.protocol.changes import BucketFiles, table_mode
 from paimon_tail.service.store import BucketBuilder, DiskBudget, MemoryCache, Target
 from paimon_tail.service.store.frames import write_frames
-from paimon_tail.service.store.index import NONE, KeyIndex, Layer, location, resolve
+from paimon_tail.service.store.index import (MMAP_MIN_KEYS, NONE, KeyIndex, Layer, PackedKeys, PackedLocations,
+                                             location, resolve)
 from paimon_tail.service.store.runs import positions_by_code
 from paimon_tail.stream.planner import SnapshotPlanner
 
@@ -71,6 +72,80 @@ def test_index_tells_keys_with_one_first_hash_apart_by_the_second():
     got = KeyIndex(layer, hashed=True).lookup(np.array([4, 4, 4, 2], u), np.array([10, 20, 30, 1], u))
     assert got.tolist() == [int(location(0, np.array([2]))[0]), int(location(0, np.array([1]))[0]), int(NONE),
                             int(location(0, np.array([3]))[0])]
+
+
+def test_packed_keys_search_as_the_plain_array_does():
+    u = np.uint64
+    keys = np.array([10, 11, 11, 500, 2**32 + 9], u)  # spans 2^32 - 1: just packable
+    packed = PackedKeys.pack(keys)
+    assert packed is not None and packed.nbytes == 4 * len(keys)
+    probes = np.array([0, 9, 10, 11, 12, 499, 500, 501, 2**32 + 8, 2**32 + 9, 2**32 + 10, 2**63, 2**64 - 1], u)
+    for side in ("left", "right"):
+        assert packed.searchsorted(probes, side=side).tolist() == np.searchsorted(keys, probes, side=side).tolist()
+        assert packed.searchsorted(probes[1:4], side=side).tolist() == \
+            np.searchsorted(keys, probes[1:4], side=side).tolist()  # all inside the span
+        for p in probes:
+            assert packed.searchsorted(p, side=side) == int(np.searchsorted(keys, p, side=side))
+    assert np.asarray(packed).tolist() == keys.tolist() and packed[[0, 4]].tolist() == [10, 2**32 + 9]
+    assert PackedKeys.pack(np.array([10, 2**32 + 10], u)) is None  # spans 2^32
+
+
+def test_packed_locations_decode_what_they_encode():
+    rows = np.array([0, 7, 2**20 - 1, 3, 0])
+    slots = np.array([4, 9, 4, 1000, 9])
+    loc = np.concatenate([location(int(s), np.array([r])) for s, r in zip(slots, rows)])
+    packed = PackedLocations.pack(loc)
+    assert packed is not None and packed.nbytes == 4 * len(loc)
+    assert np.asarray(packed).tolist() == loc.tolist() and packed[np.array([3, 1])].tolist() == [loc[3], loc[1]]
+    assert [packed[i] for i in range(len(loc))] == loc.tolist()
+    # rows below 2^31 need 31 bits: two slots fit in the 32nd, three do not
+    assert PackedLocations.pack(np.concatenate([location(s, np.array([2**31 - 1])) for s in (0, 5)])) is not None
+    assert PackedLocations.pack(np.concatenate([location(s, np.array([2**31 - 1])) for s in (0, 1, 2)])) is None
+
+
+@pytest.mark.parametrize("span", ["packable", "wide", "hashed"])
+def test_persisted_base_answers_as_the_layer_it_was(span, tmp_path):
+    """An index whose base is on disk (packed where it can be) answers, folds, re-points and drops keys exactly
+    as the same index in memory."""
+    rng = np.random.default_rng(7)
+    n = MMAP_MIN_KEYS * 2
+    hi = 3_000_000_000 if span == "packable" else 2**62
+    h = np.unique(rng.integers(0, hi, n * 2, dtype=np.int64).astype(np.uint64) ^ np.uint64(1 << 63))[:n]
+    rng.shuffle(h)
+    h2 = rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64) if span == "hashed" else None
+    loc = location(0, np.zeros(n, np.int64)) | (rng.integers(0, 6, n).astype(np.uint64) << np.uint64(32)) | \
+        rng.integers(0, 40_000, n).astype(np.uint64)
+    plain = Layer.of(h, h2, loc)
+    disk = plain.persisted(str(tmp_path))
+    assert disk.files and isinstance(disk.loc, PackedLocations)
+    assert isinstance(disk.h, PackedKeys) == (span == "packable")
+    assert disk.nbytes() == n * (8 if span == "packable" else 12 if span == "wide" else 20)
+    over = Layer.of(h[:500], h2[:500] if h2 is not None else None, location(9, np.arange(500)),
+                    np.arange(500) % 3 == 0)
+    a, b = KeyIndex(plain, hashed=h2 is not None), KeyIndex(disk, hashed=h2 is not None)
+    a, b = a.upserted(over), b.upserted(over)
+    probe = np.concatenate([h[rng.integers(0, n, 3000)], rng.integers(0, 2**63, 1000, dtype=np.int64).astype(u64),
+                            np.array([0, 2**64 - 1], u64)])
+    probe2 = None
+    if h2 is not None:  # each probe's own second hash (5 for the misses)
+        second = dict(zip(h.tolist(), h2.tolist()))
+        probe2 = np.array([second.get(int(x), 5) for x in probe], u64)
+    assert a.lookup(probe, probe2).tolist() == b.lookup(probe, probe2).tolist()
+    if h2 is None:
+        assert [a.lookup_one(x) for x in probe[:200]] == [b.lookup_one(x) for x in probe[:200]]
+    fa, fb = a.folded(str(tmp_path / "a")), b.folded(str(tmp_path / "b"))
+    assert fa.lookup(probe, probe2).tolist() == fb.lookup(probe, probe2).tolist() == a.lookup(probe, probe2).tolist()
+    added = Layer.of(h[1000:3000], h2[1000:3000] if h2 is not None else None, location(10, np.arange(2000)))
+    ra, rb = fa.repointed(str(tmp_path / "a"), [1, 2], added), fb.repointed(str(tmp_path / "b"), [1, 2], added)
+    assert ra.lookup(probe, probe2).tolist() == rb.lookup(probe, probe2).tolist()
+    rows = [(10, np.arange(0, 2000, 5)), (3, np.arange(0, 40_000, 7))]
+    wa = ra.without_locations(str(tmp_path / "a"), [4], rows)
+    wb = rb.without_locations(str(tmp_path / "b"), [4], rows)
+    assert wa.lookup(probe, probe2).tolist() == wb.lookup(probe, probe2).tolist()
+    assert (wa.lookup(probe, probe2) != NONE).sum() > 1000
+
+
+u64 = np.uint64
 
 
 # -- stores against pypaimon ---------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from paimon_tail.service.store import BucketBuilder, DiskBudget, MemoryCache, Ta
 from paimon_tail.service.store.frames import write_frames
 from paimon_tail.service.store.index import (MMAP_MIN_KEYS, NONE, KeyIndex, Layer, PackedKeys, PackedLocations,
                                              location, resolve)
-from paimon_tail.service.store.runs import positions_by_code
+from paimon_tail.service.store.runs import positions_by_code, sheet_of
 from paimon_tail.stream.planner import SnapshotPlanner
 
 
@@ -189,6 +189,23 @@ class Replica:
     def fold(self):
         self.stores = {k: s.with_index(s.index.folded(self.dir(k))) for k, s in self.stores.items()}
 
+    def sheets(self) -> int:
+        """Every run's frame file written, then each bucket's runs put into one sheet, as the executor's
+        background does; returns how many runs a sheet holds."""
+        for store in self.stores.values():
+            for run in store.runs.values():
+                run.write()
+            sheet_of(list(store.runs.values()), self.cache)
+        return sum(1 for s in self.stores.values() for r in s.runs.values() if r.sheet_rows() is not None)
+
+    def one(self, key: tuple):
+        """One key of an integer-keyed table by the one-key path (``find_one``, then the row's values)."""
+        store = self.stores.get(((), int(self.routing.buckets_of(pa.table({"id": pa.array([key[0]], pa.int64())}))[0])))
+        hit = store.find_one(store.hasher.one(key[0])) if store is not None else None
+        if hit is None:
+            return None
+        return dict(zip(self.target.columns, hit[0].values(hit[1], self.target)))
+
     def lookup(self, keys: pa.Table):
         """{key tuple: row dict} of the keys found (each bucket's keys in one batch, as an executor gets them)."""
         buckets = np.asarray(self.routing.buckets_of(keys))
@@ -303,13 +320,21 @@ def test_store_equals_batch_read_at_every_snapshot(kind, tmp_path):
     replica.full(1)
     keys = _all_keys(kind, n)
     _check(replica, table, pk, keys)
+    sheeted = 0
     for r in range(1, 9):
         _write(table, _rows(kind, rnd, r, n), schema)
         sid = table.snapshot_manager().get_latest_snapshot().id
         replica.apply(sid)
         if r == 4:
             replica.fold()
+        if r in (3, 6):  # rows in sheets from here on (runs of later commits beside them, per run)
+            sheeted = max(sheeted, replica.sheets())
         truth = _check(replica, table, pk, keys)
+        if kind in ("dedup", "sequence_field"):
+            for k in list(truth)[:40] + [(-3,), (n + 5,)]:
+                assert replica.one(k) == truth.get(k)
+    if kind in ("dedup", "string_key", "composite_partitioned"):
+        assert sheeted >= 4, "sheets held the runs of several commits"
     assert sum(s.rows for s in replica.stores.values()) == len(truth)
     # the key columns read by pyarrow directly are pypaimon's
     for key, files in replica.files.items():

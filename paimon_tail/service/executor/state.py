@@ -122,6 +122,7 @@ class TableState:
         self.builder.on_decoded = self._want
         self.folds = 0
         self._warm: Tuple[Optional[View], bool, float] = (None, False, 0.0)  # (view, all rows on disk, checked at)
+        self.settled: Optional[View] = None  # the last view the background finished with (``maintain``)
 
     def _use(self, table) -> None:
         from pypaimon.schema.data_types import PyarrowFieldParser
@@ -338,7 +339,10 @@ class TableState:
                     before = store.index
                     folded = await loop.run_in_executor(pool, before.folded, store.directory)
                     await self._install_fold(key, before, folded)
+            view = self.view
             await self._load(loop, pool)
+            if not self._dirty.is_set() and not self._wanted:
+                self.settled = view
 
     async def _install_fold(self, key: BucketKey, before, folded) -> None:
         v = self.view

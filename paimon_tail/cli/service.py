@@ -238,7 +238,7 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
                 "lag_seconds": round(max(0, latest_ms - e.commit_time_ms) / 1000, 3) if e.commit_time_ms else None,
                 "buckets": len(e.buckets), "keys": e.keys,
                 "files_loaded": e.files_loaded, "files": e.files, "disk_bytes": e.disk_bytes,
-                "memory_bytes": e.memory_bytes,
+                "memory_bytes": e.memory_bytes, "settled": e.settled,
                 "requests_per_second": round(e.requests_per_second, 1),
                 "keys_per_second": round(e.keys_per_second, 1),
                 "bucket_list": [{"partition": b.partition, "bucket": b.bucket, "rows": b.rows} for b in e.buckets],

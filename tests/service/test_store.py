@@ -18,8 +18,9 @@ from paimon_tail.service.keys.routing import TableRouting
 from paimon_tail.service.protocol.changes import BucketFiles, table_mode
 from paimon_tail.service.store import BucketBuilder, DiskBudget, MemoryCache, Target
 from paimon_tail.service.store.frames import write_frames
-from paimon_tail.service.store.index import NONE, KeyIndex, Layer, location, resolve
-from paimon_tail.service.store.runs import positions_by_code
+from paimon_tail.service.store.index import (MMAP_MIN_KEYS, NONE, KeyIndex, Layer, PackedKeys, PackedLocations,
+                                             location, resolve)
+from paimon_tail.service.store.runs import positions_by_code, sheet_of
 from paimon_tail.stream.planner import SnapshotPlanner
 
 
@@ -73,6 +74,80 @@ def test_index_tells_keys_with_one_first_hash_apart_by_the_second():
                             int(location(0, np.array([3]))[0])]
 
 
+def test_packed_keys_search_as_the_plain_array_does():
+    u = np.uint64
+    keys = np.array([10, 11, 11, 500, 2**32 + 9], u)  # spans 2^32 - 1: just packable
+    packed = PackedKeys.pack(keys)
+    assert packed is not None and packed.nbytes == 4 * len(keys)
+    probes = np.array([0, 9, 10, 11, 12, 499, 500, 501, 2**32 + 8, 2**32 + 9, 2**32 + 10, 2**63, 2**64 - 1], u)
+    for side in ("left", "right"):
+        assert packed.searchsorted(probes, side=side).tolist() == np.searchsorted(keys, probes, side=side).tolist()
+        assert packed.searchsorted(probes[1:4], side=side).tolist() == \
+            np.searchsorted(keys, probes[1:4], side=side).tolist()  # all inside the span
+        for p in probes:
+            assert packed.searchsorted(p, side=side) == int(np.searchsorted(keys, p, side=side))
+    assert np.asarray(packed).tolist() == keys.tolist() and packed[[0, 4]].tolist() == [10, 2**32 + 9]
+    assert PackedKeys.pack(np.array([10, 2**32 + 10], u)) is None  # spans 2^32
+
+
+def test_packed_locations_decode_what_they_encode():
+    rows = np.array([0, 7, 2**20 - 1, 3, 0])
+    slots = np.array([4, 9, 4, 1000, 9])
+    loc = np.concatenate([location(int(s), np.array([r])) for s, r in zip(slots, rows)])
+    packed = PackedLocations.pack(loc)
+    assert packed is not None and packed.nbytes == 4 * len(loc)
+    assert np.asarray(packed).tolist() == loc.tolist() and packed[np.array([3, 1])].tolist() == [loc[3], loc[1]]
+    assert [packed[i] for i in range(len(loc))] == loc.tolist()
+    # rows below 2^31 need 31 bits: two slots fit in the 32nd, three do not
+    assert PackedLocations.pack(np.concatenate([location(s, np.array([2**31 - 1])) for s in (0, 5)])) is not None
+    assert PackedLocations.pack(np.concatenate([location(s, np.array([2**31 - 1])) for s in (0, 1, 2)])) is None
+
+
+@pytest.mark.parametrize("span", ["packable", "wide", "hashed"])
+def test_persisted_base_answers_as_the_layer_it_was(span, tmp_path):
+    """An index whose base is on disk (packed where it can be) answers, folds, re-points and drops keys exactly
+    as the same index in memory."""
+    rng = np.random.default_rng(7)
+    n = MMAP_MIN_KEYS * 2
+    hi = 3_000_000_000 if span == "packable" else 2**62
+    h = np.unique(rng.integers(0, hi, n * 2, dtype=np.int64).astype(np.uint64) ^ np.uint64(1 << 63))[:n]
+    rng.shuffle(h)
+    h2 = rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64) if span == "hashed" else None
+    loc = location(0, np.zeros(n, np.int64)) | (rng.integers(0, 6, n).astype(np.uint64) << np.uint64(32)) | \
+        rng.integers(0, 40_000, n).astype(np.uint64)
+    plain = Layer.of(h, h2, loc)
+    disk = plain.persisted(str(tmp_path))
+    assert disk.files and isinstance(disk.loc, PackedLocations)
+    assert isinstance(disk.h, PackedKeys) == (span == "packable")
+    assert disk.nbytes() == n * (8 if span == "packable" else 12 if span == "wide" else 20)
+    over = Layer.of(h[:500], h2[:500] if h2 is not None else None, location(9, np.arange(500)),
+                    np.arange(500) % 3 == 0)
+    a, b = KeyIndex(plain, hashed=h2 is not None), KeyIndex(disk, hashed=h2 is not None)
+    a, b = a.upserted(over), b.upserted(over)
+    probe = np.concatenate([h[rng.integers(0, n, 3000)], rng.integers(0, 2**63, 1000, dtype=np.int64).astype(u64),
+                            np.array([0, 2**64 - 1], u64)])
+    probe2 = None
+    if h2 is not None:  # each probe's own second hash (5 for the misses)
+        second = dict(zip(h.tolist(), h2.tolist()))
+        probe2 = np.array([second.get(int(x), 5) for x in probe], u64)
+    assert a.lookup(probe, probe2).tolist() == b.lookup(probe, probe2).tolist()
+    if h2 is None:
+        assert [a.lookup_one(x) for x in probe[:200]] == [b.lookup_one(x) for x in probe[:200]]
+    fa, fb = a.folded(str(tmp_path / "a")), b.folded(str(tmp_path / "b"))
+    assert fa.lookup(probe, probe2).tolist() == fb.lookup(probe, probe2).tolist() == a.lookup(probe, probe2).tolist()
+    added = Layer.of(h[1000:3000], h2[1000:3000] if h2 is not None else None, location(10, np.arange(2000)))
+    ra, rb = fa.repointed(str(tmp_path / "a"), [1, 2], added), fb.repointed(str(tmp_path / "b"), [1, 2], added)
+    assert ra.lookup(probe, probe2).tolist() == rb.lookup(probe, probe2).tolist()
+    rows = [(10, np.arange(0, 2000, 5)), (3, np.arange(0, 40_000, 7))]
+    wa = ra.without_locations(str(tmp_path / "a"), [4], rows)
+    wb = rb.without_locations(str(tmp_path / "b"), [4], rows)
+    assert wa.lookup(probe, probe2).tolist() == wb.lookup(probe, probe2).tolist()
+    assert (wa.lookup(probe, probe2) != NONE).sum() > 1000
+
+
+u64 = np.uint64
+
+
 # -- stores against pypaimon ---------------------------------------------------------------------------------
 class Replica:
     """One executor's stores of a whole table, changed snapshot by snapshot."""
@@ -113,6 +188,23 @@ class Replica:
 
     def fold(self):
         self.stores = {k: s.with_index(s.index.folded(self.dir(k))) for k, s in self.stores.items()}
+
+    def sheets(self) -> int:
+        """Every run's frame file written, then each bucket's runs put into one sheet, as the executor's
+        background does; returns how many runs a sheet holds."""
+        for store in self.stores.values():
+            for run in store.runs.values():
+                run.write()
+            sheet_of(list(store.runs.values()), self.cache)
+        return sum(1 for s in self.stores.values() for r in s.runs.values() if r.sheet_rows() is not None)
+
+    def one(self, key: tuple):
+        """One key of an integer-keyed table by the one-key path (``find_one``, then the row's values)."""
+        store = self.stores.get(((), int(self.routing.buckets_of(pa.table({"id": pa.array([key[0]], pa.int64())}))[0])))
+        hit = store.find_one(store.hasher.one(key[0])) if store is not None else None
+        if hit is None:
+            return None
+        return dict(zip(self.target.columns, hit[0].values(hit[1], self.target)))
 
     def lookup(self, keys: pa.Table):
         """{key tuple: row dict} of the keys found (each bucket's keys in one batch, as an executor gets them)."""
@@ -228,13 +320,21 @@ def test_store_equals_batch_read_at_every_snapshot(kind, tmp_path):
     replica.full(1)
     keys = _all_keys(kind, n)
     _check(replica, table, pk, keys)
+    sheeted = 0
     for r in range(1, 9):
         _write(table, _rows(kind, rnd, r, n), schema)
         sid = table.snapshot_manager().get_latest_snapshot().id
         replica.apply(sid)
         if r == 4:
             replica.fold()
+        if r in (3, 6):  # rows in sheets from here on (runs of later commits beside them, per run)
+            sheeted = max(sheeted, replica.sheets())
         truth = _check(replica, table, pk, keys)
+        if kind in ("dedup", "sequence_field"):
+            for k in list(truth)[:40] + [(-3,), (n + 5,)]:
+                assert replica.one(k) == truth.get(k)
+    if kind in ("dedup", "string_key", "composite_partitioned"):
+        assert sheeted >= 4, "sheets held the runs of several commits"
     assert sum(s.rows for s in replica.stores.values()) == len(truth)
     # the key columns read by pyarrow directly are pypaimon's
     for key, files in replica.files.items():

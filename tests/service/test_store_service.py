@@ -25,10 +25,10 @@ def _truth_at(warehouse, name: str, snapshot_id: int) -> dict:
     return {r["k"]: r for r in rb.new_read().to_arrow(splits).to_pylist()}
 
 
-def _check(warehouse, client, keys, min_snapshot=None) -> int:
+def _check(warehouse, client, keys, min_snapshot=None, name: str = "stages") -> int:
     r = client.lookup_sync(keys, min_snapshot=min_snapshot)
     (snap,) = set(r.snapshot_ids.values())
-    truth = _truth_at(warehouse, "stages", snap)
+    truth = _truth_at(warehouse, name, snap)
     got = {row["k"]: row for row in r.rows.to_pylist()}
     assert got == {k: truth[k] for k in keys if k in truth}, f"at snapshot {snap}"
     assert sorted(r.missing) == sorted(i for i, k in enumerate(keys) if k not in truth)
@@ -61,5 +61,44 @@ def test_every_stage_answers_the_batch_read_of_its_snapshot(warehouse, tmp_path)
                      if f.endswith(".frames"))
         assert frames <= 2 * (48 << 10) + 2 * 64 << 10, "the disk budget holds (one file above it per executor)"
         assert sum(e.memory_bytes for e in st.executors) <= 2 * (256 << 10)
+    finally:
+        svc.stop()
+
+
+def _settled(client, snapshot_id: int = 0, timeout: float = 60.0) -> bool:
+    """Until every executor's heartbeat says it serves ``snapshot_id`` (or later) and is settled."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        executors = list(client.status_sync().executors)
+        if executors and all(e.settled and e.info.snapshot_id >= snapshot_id for e in executors):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_settled_background_and_sheets_answer_the_batch_read(warehouse, tmp_path):
+    """No budgets: the background writes every row file, fills the cache and puts each bucket's runs (6 files a
+    bucket) into a sheet, then says so (``settled``); answers before, at and after that, and after commits that
+    add runs beside the sheets, are pypaimon's."""
+    warehouse.create("sheets", SCHEMA, primary_keys=["k"], bucket=2)
+    rnd = random.Random(19)
+    for c in range(6):
+        warehouse.write("sheets", [{"k": k, "v": f"c{c}-{k}", "n": c, "op": "+I"} for k in range(c * 3000, (c + 1) * 3000)])
+    svc = ServeProcess(warehouse.path, ["db.sheets"], "--local-dir", str(tmp_path / "local")).wait_ready()
+    try:
+        with LookupClient("db.sheets", catalog_config(warehouse.path), timeout=60) as client:
+            keys = [rnd.randrange(20_000) for _ in range(2000)]
+            _check(warehouse, client, keys, name="sheets")
+            assert _settled(client), "the background finished with the served snapshot"
+            _check(warehouse, client, keys, name="sheets")
+            for c in range(5):
+                rows = [{"k": k, "v": f"u{c}-{k}", "n": 100 + c, "op": "-D" if rnd.random() < 0.2 else "+U"}
+                        for k in rnd.sample(range(18_000), 2000)]
+                sid = warehouse.write("sheets", rows)
+                assert _check(warehouse, client, keys + [r["k"] for r in rows[:200]], sid, "sheets") >= sid
+            assert _settled(client, sid)
+            assert _check(warehouse, client, keys, name="sheets") == sid
     finally:
         svc.stop()

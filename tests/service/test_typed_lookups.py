@@ -184,6 +184,32 @@ def test_the_wire_for_version_2_and_version_3_clients(warehouse, served):
         assert list(r.columns) == ["txt"] and _values(r) == ["r7"]
 
 
+def test_a_batch_in_any_order_names_each_row_by_its_key(warehouse, served):
+    """keys_ipc with ``any_order``: the same rows, each named by ``found``; without it, in request order."""
+    from paimon_tail.service.protocol.wire import ipc_stream
+
+    oracle = {k[0]: row for k, row in warehouse.batch_read("typed").items()}
+    routing = TableRouting.of(warehouse.table("typed"))
+    with _client(warehouse, "typed") as c:
+        address = _executor_of(c, 0)
+        keys = sorted((k for k in range(N + 20) if _executor_of(c, routing.bucket({"k": k})) == address),
+                      key=lambda k: (-routing.bucket({"k": k}), k))[:150]  # the executor's buckets, last first
+        assert len({routing.bucket({"k": k}) for k in keys}) > 1
+        request = pb.LookupRequest(table="db.typed", keys_ipc=ipc_stream(pa.table({"k": pa.array(keys, pa.int64())})),
+                                   buckets=[routing.bucket({"k": k}) for k in keys],
+                                   protocol_version=PROTOCOL_VERSION)
+        want = [i for i, k in enumerate(keys) if k in oracle]
+        ordered = _call(address, request)
+        assert list(ordered.found) == want
+        assert pa.ipc.open_stream(ordered.rows_ipc).read_all().to_pylist() == [oracle[keys[i]] for i in want]
+        request.any_order = True
+        loose = _call(address, request)
+        rows = pa.ipc.open_stream(loose.rows_ipc).read_all().to_pylist()
+        assert sorted(loose.found) == want and list(loose.found) != want  # the buckets' order, not the request's
+        assert rows == [oracle[keys[i]] for i in loose.found]
+        assert c.lookup_sync(keys).rows.to_pylist() == [oracle[keys[i]] for i in want]  # the client orders them
+
+
 @pytest.mark.parametrize("name", ["typed", "texts"])
 def test_concurrent_get_sync_calls_share_calls_and_answer_right(warehouse, served, name):
     """16 threads calling ``get_sync`` at once on one client: keys to one executor travel together, and each

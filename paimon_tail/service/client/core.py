@@ -379,7 +379,7 @@ class Lookup:
         sub = table if len(idx) == prep.n else table.take(indices(idx))
         return pb.LookupRequest(table=self.table, keys_ipc=ipc_stream(sub), buckets=prep.buckets[idx].tolist(),
                                 min_snapshot_id=self.min_snapshot, select=self.select,
-                                protocol_version=PROTOCOL_VERSION)
+                                protocol_version=PROTOCOL_VERSION, any_order=True)  # ``result`` orders the rows
 
     # -- absorb -------------------------------------------------------------------------------------------
     def _again(self, idx: np.ndarray, reason: str) -> None:

@@ -95,6 +95,7 @@ class AddressServicer(pbg.AddressServiceServicer):
                 files=serving.files if serving is not None else 0,
                 disk_bytes=serving.disk_bytes if serving is not None else 0,
                 memory_bytes=member.memory_bytes if member else 0,
+                settled=serving.settled if serving is not None else False,
             ))
         outage = self.outage(request.table)
         lease = self.lease

@@ -258,16 +258,19 @@ class Lookups:
         ex.requests += 1
         ex.keys_looked_up += n
         v1 = request.protocol_version < 2
+        ordered = not request.any_order
         if n <= INLINE_KEYS and state.warm(view):
-            found, rows, failed = self.answer(state, view, keys, buckets, columns, v1)
+            found, rows, failed = self.answer(state, view, keys, buckets, columns, v1, ordered)
         else:
             found, rows, failed = await asyncio.get_running_loop().run_in_executor(
-                ex.pool, self.answer, state, view, keys, buckets, columns, v1)
+                ex.pool, self.answer, state, view, keys, buckets, columns, v1, ordered)
         return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id, rows_ipc=rows, found=found,
                                  failed=failed)
 
-    def answer(self, state: TableState, view: View, keys: pa.Table, buckets: np.ndarray, columns, v1: bool):
-        """(request positions found, their rows as Arrow IPC, FailedKeys) — raises ``Refused`` for version 1."""
+    def answer(self, state: TableState, view: View, keys: pa.Table, buckets: np.ndarray, columns, v1: bool,
+               ordered: bool = True):
+        """(request positions found, their rows as Arrow IPC, FailedKeys) — raises ``Refused`` for version 1.
+        ``ordered``: the rows in request order (else as the buckets gave them, ``any_order``)."""
         n = keys.num_rows
         if n == 0:
             return [], state.empty_rows(view, columns), []
@@ -300,7 +303,7 @@ class Lookups:
             return [], state.empty_rows(view, columns), failed
         found = np.concatenate(found_idx) if len(found_idx) > 1 else found_idx[0]
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-        if len(found) > 1 and np.any(np.diff(found) < 0):
+        if ordered and len(found) > 1 and np.any(np.diff(found) < 0):
             order = np.argsort(found, kind="stable")
             table = table.take(pa.array(order))
             found = found[order]

@@ -269,7 +269,8 @@ class Executor:
                                        commit_time_ms=v.commit_ms, keys=v.keys_held(), buckets=buckets,
                                        schema_id=v.schema_id, channels=sorted(v.served) if v.ready else [],
                                        files_loaded=loaded, files=files,
-                                       disk_bytes=sum(s.disk_bytes() for s in v.stores.values())))
+                                       disk_bytes=sum(s.disk_bytes() for s in v.stores.values()),
+                                       settled=v.ready and st.settled is v))
         return out
 
     async def _reports(self):

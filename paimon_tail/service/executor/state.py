@@ -34,7 +34,7 @@ from ..keys.routing import TableRouting, partition_path
 from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec, table_mode
 from ..protocol.wire import ipc_stream, schema_bytes
 from ..store import BucketBuilder, BucketStore, DiskBudget, MemoryCache, Target
-from ..store.runs import Run
+from ..store.runs import Run, sheet_of
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +122,7 @@ class TableState:
         self.builder.on_decoded = self._want
         self.folds = 0
         self._warm: Tuple[Optional[View], bool, float] = (None, False, 0.0)  # (view, all rows on disk, checked at)
+        self.settled: Optional[View] = None  # the last view the background finished with (``maintain``)
 
     def _use(self, table) -> None:
         from pypaimon.schema.data_types import PyarrowFieldParser
@@ -338,7 +339,10 @@ class TableState:
                     before = store.index
                     folded = await loop.run_in_executor(pool, before.folded, store.directory)
                     await self._install_fold(key, before, folded)
+            view = self.view
             await self._load(loop, pool)
+            if not self._dirty.is_set() and not self._wanted:
+                self.settled = view
 
     async def _install_fold(self, key: BucketKey, before, folded) -> None:
         v = self.view
@@ -371,7 +375,16 @@ class TableState:
             await asyncio.wait(pending)
         if self._dirty.is_set():
             return
+        # Sheets only where every row fits the memory budget with room to spare and frame files stay: under a
+        # budget that binds, rows stay per run (small evictions, no sheet rebuilt after each)
+        cache = self.shared.cache
+        runs = [r for s in self.view.stores.values() for r in s.runs.values()]
+        rows_bytes = sum(r.rows_bytes() for r in runs)
+        sheets = disk.max_bytes is None and all(r.built for r in runs) and rows_bytes * 1.25 <= cache.max_bytes
         for store in list(self.view.stores.values()):
+            if sheets and not self._dirty.is_set() and \
+                    await loop.run_in_executor(pool, sheet_of, list(store.runs.values()), cache):
+                continue
             for run in list(store.runs.values()):
                 if self._dirty.is_set() or not self.shared.cache.has_room(1 << 20):
                     return

@@ -43,7 +43,7 @@ class BucketInfo(_message.Message):
     def __init__(self, partition: _Optional[str] = ..., bucket: _Optional[int] = ..., rows: _Optional[int] = ...) -> None: ...
 
 class TableServing(_message.Message):
-    __slots__ = ("table", "snapshot_id", "commit_time_ms", "keys", "buckets", "schema_id", "channels", "files_loaded", "files", "disk_bytes")
+    __slots__ = ("table", "snapshot_id", "commit_time_ms", "keys", "buckets", "schema_id", "channels", "files_loaded", "files", "disk_bytes", "settled")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     COMMIT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
@@ -54,6 +54,7 @@ class TableServing(_message.Message):
     FILES_LOADED_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     DISK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SETTLED_FIELD_NUMBER: _ClassVar[int]
     table: str
     snapshot_id: int
     commit_time_ms: int
@@ -64,7 +65,8 @@ class TableServing(_message.Message):
     files_loaded: int
     files: int
     disk_bytes: int
-    def __init__(self, table: _Optional[str] = ..., snapshot_id: _Optional[int] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., schema_id: _Optional[int] = ..., channels: _Optional[_Iterable[int]] = ..., files_loaded: _Optional[int] = ..., files: _Optional[int] = ..., disk_bytes: _Optional[int] = ...) -> None: ...
+    settled: bool
+    def __init__(self, table: _Optional[str] = ..., snapshot_id: _Optional[int] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., schema_id: _Optional[int] = ..., channels: _Optional[_Iterable[int]] = ..., files_loaded: _Optional[int] = ..., files: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., settled: _Optional[bool] = ...) -> None: ...
 
 class ExecutorsRequest(_message.Message):
     __slots__ = ("table", "protocol_version")
@@ -125,7 +127,7 @@ class StatusRequest(_message.Message):
     def __init__(self, table: _Optional[str] = ...) -> None: ...
 
 class ExecutorStatus(_message.Message):
-    __slots__ = ("info", "commit_time_ms", "keys", "buckets", "requests_per_second", "keys_per_second", "last_heartbeat_ms", "schema_id", "channels", "files_loaded", "files", "disk_bytes", "memory_bytes")
+    __slots__ = ("info", "commit_time_ms", "keys", "buckets", "requests_per_second", "keys_per_second", "last_heartbeat_ms", "schema_id", "channels", "files_loaded", "files", "disk_bytes", "memory_bytes", "settled")
     INFO_FIELD_NUMBER: _ClassVar[int]
     COMMIT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
@@ -139,6 +141,7 @@ class ExecutorStatus(_message.Message):
     FILES_FIELD_NUMBER: _ClassVar[int]
     DISK_BYTES_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SETTLED_FIELD_NUMBER: _ClassVar[int]
     info: ExecutorInfo
     commit_time_ms: int
     keys: int
@@ -152,7 +155,8 @@ class ExecutorStatus(_message.Message):
     files: int
     disk_bytes: int
     memory_bytes: int
-    def __init__(self, info: _Optional[_Union[ExecutorInfo, _Mapping]] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., requests_per_second: _Optional[float] = ..., keys_per_second: _Optional[float] = ..., last_heartbeat_ms: _Optional[int] = ..., schema_id: _Optional[int] = ..., channels: _Optional[_Iterable[int]] = ..., files_loaded: _Optional[int] = ..., files: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., memory_bytes: _Optional[int] = ...) -> None: ...
+    settled: bool
+    def __init__(self, info: _Optional[_Union[ExecutorInfo, _Mapping]] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., requests_per_second: _Optional[float] = ..., keys_per_second: _Optional[float] = ..., last_heartbeat_ms: _Optional[int] = ..., schema_id: _Optional[int] = ..., channels: _Optional[_Iterable[int]] = ..., files_loaded: _Optional[int] = ..., files: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., settled: _Optional[bool] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
     __slots__ = ("table", "address", "started_ms", "num_executors", "executors", "tables", "version", "storage_error", "storage_error_since_ms", "channels", "schema_id", "role", "epoch", "standbys")
@@ -441,7 +445,7 @@ class Value(_message.Message):
     def __init__(self, int: _Optional[int] = ..., text: _Optional[str] = ..., real: _Optional[float] = ..., boolean: _Optional[bool] = ..., binary: _Optional[bytes] = ...) -> None: ...
 
 class LookupRequest(_message.Message):
-    __slots__ = ("table", "keys_ipc", "buckets", "min_snapshot_id", "select", "protocol_version", "key", "row_values")
+    __slots__ = ("table", "keys_ipc", "buckets", "min_snapshot_id", "select", "protocol_version", "key", "row_values", "any_order")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     KEYS_IPC_FIELD_NUMBER: _ClassVar[int]
     BUCKETS_FIELD_NUMBER: _ClassVar[int]
@@ -450,6 +454,7 @@ class LookupRequest(_message.Message):
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     ROW_VALUES_FIELD_NUMBER: _ClassVar[int]
+    ANY_ORDER_FIELD_NUMBER: _ClassVar[int]
     table: str
     keys_ipc: bytes
     buckets: _containers.RepeatedScalarFieldContainer[int]
@@ -458,7 +463,8 @@ class LookupRequest(_message.Message):
     protocol_version: int
     key: _containers.RepeatedCompositeFieldContainer[Value]
     row_values: bool
-    def __init__(self, table: _Optional[str] = ..., keys_ipc: _Optional[bytes] = ..., buckets: _Optional[_Iterable[int]] = ..., min_snapshot_id: _Optional[int] = ..., select: _Optional[_Iterable[str]] = ..., protocol_version: _Optional[int] = ..., key: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., row_values: _Optional[bool] = ...) -> None: ...
+    any_order: bool
+    def __init__(self, table: _Optional[str] = ..., keys_ipc: _Optional[bytes] = ..., buckets: _Optional[_Iterable[int]] = ..., min_snapshot_id: _Optional[int] = ..., select: _Optional[_Iterable[str]] = ..., protocol_version: _Optional[int] = ..., key: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., row_values: _Optional[bool] = ..., any_order: _Optional[bool] = ...) -> None: ...
 
 class FailedKeys(_message.Message):
     __slots__ = ("positions", "reason", "retry")

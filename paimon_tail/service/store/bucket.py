@@ -98,8 +98,23 @@ class BucketStore:
         slots, rows = slots_of(ordered), rows_of(ordered)
         cuts = np.flatnonzero(np.diff(slots)) + 1
         batches: List[pa.RecordBatch] = []
+        sheets: Dict[int, Tuple[pa.RecordBatch, List[np.ndarray], List[Tuple[int, int]]]] = {}
+        plain: List[Tuple[int, int]] = []
         for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ordered)]):
-            batches += self.runs[int(slots[a])].gather(rows[a:b], target)
+            run = self.runs[int(slots[a])]
+            sheet = run.sheet_rows() if run.sheet is not None else None
+            if sheet is not None and sheet[2] == target.schema_id:
+                entry = sheets.setdefault(id(sheet[0]), (sheet[0], [], []))  # one take per sheet, below
+                entry[1].append(rows[a:b] + sheet[1])
+                entry[2].append((a, b))
+                continue
+            batches += run.gather(rows[a:b], target)
+            plain.append((a, b))
+        if sheets:  # the rows come sheet by sheet after the others: ``order`` follows them
+            for sheet, at, spans in sheets.values():
+                batches.append(sheet.select(target.columns).take(pa.array(np.concatenate(at))))
+                plain += spans
+            order = order[np.concatenate([np.arange(a, b) for a, b in plain])]
         table = pa.Table.from_batches(batches, target.schema) if batches else target.schema.empty_table()
         return order, table
 

@@ -64,20 +64,27 @@ class MemoryCache:
             self.hits += 1
             return batch
 
-    def put(self, key: Hashable, batch: pa.RecordBatch, only_if_room: bool = False) -> None:
+    def peek(self, key: Hashable) -> Optional[pa.RecordBatch]:
+        """``get`` without counting or refreshing (for the cache's own upkeep)."""
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: Hashable, batch: pa.RecordBatch, only_if_room: bool = False) -> bool:
+        """Whether ``batch`` is (now, or already) in the cache."""
         size = batch.nbytes
         if size > self.max_bytes:
-            return
+            return False
         with self._lock:
             if key in self._items:
-                return
+                return True
             if only_if_room and self.bytes + size > self.max_bytes:
-                return
+                return False
             self._items[key] = batch
             self.bytes += size
             while self.bytes > self.max_bytes and self._items:
                 _, old = self._items.popitem(last=False)
                 self.bytes -= old.nbytes
+            return key in self._items
 
     def forget(self, owner: int) -> None:
         """Drop every chunk of one frame file (keys are ``(owner, ...)``)."""

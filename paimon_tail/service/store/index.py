@@ -8,6 +8,11 @@ operations that need the whole index at once (a compaction re-pointing keys to i
 which cost one pass over the index (tens of milliseconds per million keys).
 
 A location is ``slot << 32 | row``: ``slot`` names a run of the bucket (``runs.py``), ``row`` the row in it.
+
+On disk a base is packed to 8 bytes a key where it can be (``PackedKeys``, ``PackedLocations``): keys as 32-bit
+offsets from the smallest when they span less than 2^32 (integer keys of one table usually do), locations as one
+32-bit word (the slot's rank among the layer's few slots, then the row). Where they cannot, it stays 16 (hashed keys
+add 8 for their second hash). The packed arrays answer the same indexing and ``searchsorted`` as the plain ones.
 """
 from __future__ import annotations
 
@@ -28,20 +33,109 @@ def location(slot: int, rows: np.ndarray) -> np.ndarray:
 
 
 def slots_of(locs: np.ndarray) -> np.ndarray:
-    return (locs >> np.uint64(32)).astype(np.int64)
+    return (np.asarray(locs) >> np.uint64(32)).astype(np.int64)
 
 
 def rows_of(locs: np.ndarray) -> np.ndarray:
-    return (locs & _ROW_MASK).astype(np.int64)
+    return (np.asarray(locs) & _ROW_MASK).astype(np.int64)
+
+
+class PackedKeys:
+    """Sorted 64-bit keys spanning less than 2^32, as 32-bit offsets from the first: half the bytes, same answers
+    to ``len``, indexing and ``searchsorted`` (what ``Layer`` uses of its keys)."""
+
+    def __init__(self, offsets: np.ndarray, first: int) -> None:
+        self.offsets = offsets  # uint32, sorted
+        self.first = np.uint64(first)
+
+    @classmethod
+    def pack(cls, h: np.ndarray) -> Optional["PackedKeys"]:
+        """None when these (sorted) keys span 2^32 or more."""
+        if len(h) == 0 or int(h[-1]) - int(h[0]) > 0xFFFF_FFFF:
+            return None
+        return cls((h - h[0]).astype(np.uint32), int(h[0]))
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, idx):
+        return self.offsets[idx].astype(np.uint64) + self.first
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self.offsets.astype(np.uint64) + self.first
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def searchsorted(self, v, side: str = "left", sorter=None):
+        assert sorter is None
+        if np.ndim(v) == 0:  # one key (``lookup_one``): plain integers are quicker than one-element arrays
+            d = int(v) - int(self.first)
+            if d < 0:
+                return 0
+            return len(self.offsets) if d > 0xFFFF_FFFF else int(self.offsets.searchsorted(np.uint32(d), side))
+        v = np.asarray(v, dtype=np.uint64)
+        d = v - self.first  # wraps below ``first``: those are as far up as keys above the span
+        inside = (v >= self.first) & (d <= np.uint64(0xFFFF_FFFF))
+        if inside.all():
+            return np.searchsorted(self.offsets, d.astype(np.uint32), side=side).astype(np.int64)
+        pos = np.where(v < self.first, 0, len(self.offsets)).astype(np.int64)
+        if inside.any():
+            pos[inside] = np.searchsorted(self.offsets, d[inside].astype(np.uint32), side=side)
+        return pos
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.offsets.nbytes)
+
+
+class PackedLocations:
+    """Locations in 32 bits: ``rank << row_bits | row``, ``rank`` indexing the layer's distinct slots. A base
+    points into a handful of runs, each of at most millions of rows, so this almost always fits."""
+
+    def __init__(self, words: np.ndarray, slots: np.ndarray, row_bits: int) -> None:
+        self.words = words  # uint32
+        self.slots = slots  # rank -> slot
+        self._high = slots.astype(np.uint64) << np.uint64(32)  # rank -> the slot's half of a location
+        self.row_bits = np.uint32(row_bits)
+        self.row_mask = np.uint32((1 << row_bits) - 1)
+
+    @classmethod
+    def pack(cls, loc: np.ndarray) -> Optional["PackedLocations"]:
+        """None when the slots and rows do not fit 32 bits together."""
+        if len(loc) == 0:
+            return None
+        slot, row = slots_of(loc), rows_of(loc)
+        row_bits = max(1, int(row.max()).bit_length())
+        distinct = np.unique(slot)
+        if row_bits + max(1, (len(distinct) - 1).bit_length()) > 32:
+            return None
+        rank = np.searchsorted(distinct, slot).astype(np.uint32)
+        return cls((rank << np.uint32(row_bits)) | row.astype(np.uint32), distinct, row_bits)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __getitem__(self, idx):
+        w = self.words[idx]
+        if isinstance(idx, (int, np.integer)):
+            return int(self._high[w >> self.row_bits]) | int(w & self.row_mask)
+        return self._high[w >> self.row_bits] | (w & self.row_mask).astype(np.uint64)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self[:]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.words.nbytes)
 
 
 @dataclass(frozen=True)
 class Layer:
     """Keys sorted by ``h``, their locations, and (overlays) which of them are tombstones."""
 
-    h: np.ndarray
+    h: "np.ndarray | PackedKeys"
     h2: Optional[np.ndarray]
-    loc: np.ndarray
+    loc: "np.ndarray | PackedLocations"
     dead: Optional[np.ndarray] = None
     files: Tuple[str, ...] = ()
 
@@ -74,9 +168,9 @@ class Layer:
         if len(h) > 64:  # sorted probes share cache lines and pages
             order = np.argsort(h, kind="stable")
             pos = np.empty(len(h), dtype=np.int64)
-            pos[order] = np.searchsorted(self.h, h[order], side="left")
+            pos[order] = self.h.searchsorted(h[order], side="left")
         else:
-            pos = np.searchsorted(self.h, h, side="left").astype(np.int64)
+            pos = np.asarray(self.h.searchsorted(h, side="left"), dtype=np.int64)
         at = np.minimum(pos, n - 1)
         hit = (pos < n) & (self.h[at] == h)
         if h2 is not None and self.h2 is not None:
@@ -105,9 +199,12 @@ class Layer:
             return self
         os.makedirs(directory, mode=0o700, exist_ok=True)
         stem = os.path.join(directory, f"index-{uuid.uuid4().hex[:12]}")
-        arrays = {"h": self.h, "loc": self.loc}
+        h = np.asarray(self.h)
+        keys = PackedKeys.pack(h) if self.h2 is None else None
+        locs = PackedLocations.pack(np.asarray(self.loc))
+        arrays = {"h": keys.offsets if keys else h, "loc": locs.words if locs else np.asarray(self.loc)}
         if self.h2 is not None:
-            arrays["h2"] = self.h2
+            arrays["h2"] = np.asarray(self.h2)
         files, maps = [], {}
         for name, arr in arrays.items():
             path = f"{stem}.{name}.npy"
@@ -115,7 +212,9 @@ class Layer:
             os.chmod(path, 0o600)
             files.append(path)
             maps[name] = np.asarray(np.load(path, mmap_mode="r"))
-        return Layer(maps["h"], maps.get("h2"), maps["loc"], None, tuple(files))
+        return Layer(PackedKeys(maps["h"], int(keys.first)) if keys else maps["h"], maps.get("h2"),
+                     PackedLocations(maps["loc"], locs.slots, int(locs.row_bits)) if locs
+                     else maps["loc"], None, tuple(files))
 
     def nbytes(self) -> int:
         return int(self.h.nbytes + self.loc.nbytes + (self.h2.nbytes if self.h2 is not None else 0))
@@ -317,4 +416,4 @@ def remove_files(paths: Sequence[str]) -> None:
             pass
 
 
-__all__ = ["KeyIndex", "Layer", "NONE", "location", "remove_files", "resolve", "rows_of", "slots_of"]
+__all__ = ["KeyIndex", "Layer", "NONE", "PackedKeys", "PackedLocations", "location", "remove_files", "resolve", "rows_of", "slots_of"]

@@ -8,6 +8,12 @@
 * ``MergedRun``: a bucket's rows as a batch read merges them (merge engines whose rows cannot be read from one file:
   partial-update, aggregation, a sequence field). Written at once, pinned.
 
+A bucket whose runs all have their frame files, and fit the memory cache together, gets a *sheet* (``sheet_of``):
+its runs' rows decompressed into one record batch, one cache entry. A batch lookup then takes a bucket's rows in
+one call instead of one per run (at 20M rows, 20 runs a bucket: 8 takes an answer instead of 160). A sheet is only
+another way to hold rows in memory: evicted, dropped with any of its runs, or left out where rows were read in
+another schema, the runs' chunks and frames answer as before.
+
 Rows are addressed by position; a run's *layout* (rows per frame, 256 frames per chunk) is fixed when its rows are
 first decoded, so a chunk in the memory cache and the same chunk of the frame file hold the same rows. A run keeps
 the schema its rows were read with; ``take`` answers in any later schema of the table (columns matched by field
@@ -31,6 +37,9 @@ from .frames import CHUNK_FRAMES, FrameFile, FrameWriter, frame_rows_for, write_
 
 _uids = itertools.count(1)
 FRAMES_BEFORE_CHUNK = 8  # a batch needing more frames than this of one chunk decompresses (and caches) the chunk
+SHEET = "sheet"  # a sheet's cache key is (its uid, SHEET)
+SHEET_MAX_BYTES = 1 << 30  # a sheet's rows, decompressed (Arrow's 32-bit string offsets stay far from overflow)
+SHEET_MIN_RUNS = 4  # runs outside a sheet before a bucket gets another (commits add one run a bucket each)
 
 
 class Target:
@@ -79,6 +88,7 @@ class Run:
         self._content: Optional[Content] = None
         self._lock = threading.Lock()
         self._dropped = False
+        self.sheet: Optional[Tuple[int, int, int]] = None  # (the sheet's uid, this run's first row in it, schema id)
 
     @property
     def path(self) -> str:
@@ -135,6 +145,10 @@ class Run:
     def gather(self, rows: np.ndarray, target: Target) -> List[pa.RecordBatch]:
         """The rows at ``rows`` (ascending), in ``target``'s schema, as batches in that order."""
         content = self._ready()
+        if self.sheet is not None:
+            sheet = self.sheet_rows()
+            if sheet is not None and sheet[2] == content.schema_id == target.schema_id:
+                return [sheet[0].select(target.columns).take(pa.array(rows + sheet[1]))]
         frames = self._frames
         self.disk.touch(self.uid)
         names = _source_names(content, target)
@@ -168,8 +182,24 @@ class Run:
             return _evolved(content, pa.Table.from_batches(out), target).to_batches()
         return out
 
+    def sheet_rows(self) -> Optional[Tuple[pa.RecordBatch, int, int]]:
+        """(the sheet holding this run's rows, where they start in it, the schema id they were read in), while
+        the memory cache keeps the sheet."""
+        at = self.sheet
+        if at is None:
+            return None
+        batch = self.cache.get((at[0], SHEET))
+        if batch is None:
+            self.sheet = None  # evicted: chunks and frames answer (the background may build another)
+            return None
+        return batch, at[1], at[2]
+
     def _holding(self, r: int, content: Content) -> Tuple[pa.RecordBatch, int]:
-        """(the batch that holds row ``r`` — the cached chunk, else its frame —, the row's index in it)."""
+        """(the batch that holds row ``r`` — its sheet, the cached chunk, else its frame —, the row's index in it)."""
+        if self.sheet is not None:
+            sheet = self.sheet_rows()
+            if sheet is not None and sheet[2] == content.schema_id:
+                return sheet[0], sheet[1] + r
         c = r // content.chunk_rows
         batch = self.cache.get((self.uid, c))
         if batch is not None:
@@ -202,7 +232,7 @@ class Run:
     def warm(self) -> int:
         """Decompress chunks into the memory cache while it has room; returns the bytes added."""
         frames, content = self._frames, self._content
-        if frames is None or content is None:
+        if frames is None or content is None or self.sheet_rows() is not None:
             return 0
         added = 0
         for c in range(frames.num_chunks):
@@ -217,6 +247,11 @@ class Run:
         return added
 
     # -- life ------------------------------------------------------------------------------------------------
+    def rows_bytes(self) -> int:
+        """Its rows' size decompressed (0 until its frame file is written)."""
+        frames = self._frames
+        return int(frames.raw_sizes.sum()) if frames is not None else 0
+
     def disk_bytes(self) -> int:
         frames = self._frames
         return frames.disk_bytes if frames is not None else 0
@@ -227,8 +262,55 @@ class Run:
             self._dropped = True
             self._frames = None
             self.cache.forget(self.uid)
+            if self.sheet is not None:  # the sheet's other runs go back to their chunks
+                self.cache.forget(self.sheet[0])
+                self.sheet = None
             self.disk.remove(self.uid)
             _unlink(self.path)
+
+
+def sheet_of(runs: Sequence[Run], cache: MemoryCache) -> int:
+    """Put the rows of ``runs`` (a bucket's) into ``cache`` as one sheet when every one has its frame file, they
+    were read in one schema, and the cache has room for them once their own chunks are out; returns the bytes put
+    (0: not done, their chunks stay as they are)."""
+    todo = [r for r in runs if r.sheet_rows() is None]
+    if len(todo) < SHEET_MIN_RUNS:
+        return 0
+    frames = [r._frames for r in todo]
+    contents = [r._content for r in todo]
+    if any(f is None for f in frames) or any(c is None for c in contents) or \
+            len({c.schema_id for c in contents}) != 1:
+        return 0
+    size = sum(r.rows_bytes() for r in todo)
+    held = sum(b.nbytes for r, f in zip(todo, frames) for c in range(f.num_chunks)
+               if (b := cache.peek((r.uid, c))) is not None)
+    if size > SHEET_MAX_BYTES or not cache.has_room(size - held):
+        return 0
+    parts: List[pa.RecordBatch] = []
+    for r, f in zip(todo, frames):
+        for c in range(f.num_chunks):
+            b = cache.peek((r.uid, c))
+            parts.append(b if b is not None else f.chunk(c))
+    table = pa.Table.from_batches(parts, contents[0].schema).combine_chunks()
+    batch = table.to_batches()[0] if table.num_rows else None
+    if batch is None or table.num_rows != sum(c.num_rows for c in contents):
+        return 0
+    del parts, table
+    uid = next(_uids)
+    for r in todo:
+        cache.forget(r.uid)
+    if not cache.put((uid, SHEET), batch, only_if_room=True):
+        return 0
+    start = 0
+    for r, c in zip(todo, contents):
+        r.sheet = (uid, start, c.schema_id)
+        start += c.num_rows
+    if any(r._dropped for r in todo):  # dropped meanwhile: its sheet goes with it
+        cache.forget(uid)
+        for r in todo:
+            r.sheet = None
+        return 0
+    return batch.nbytes
 
 
 def _unlink(path: str) -> None:
@@ -353,6 +435,7 @@ class FileRun(Run):
             if self._content is None or self._content.schema_id != files.table.table_schema.id:
                 if self._content is not None:  # read again in a newer schema: the old chunks go
                     self.cache.forget(self.uid)
+                    self.sheet = None
                 self._content = Content(table.num_rows, frame_rows_for(table), schema, files.table.table_schema.id,
                                         tuple(files.table.fields))
             chunks = _chunks_of(table, self._content)
@@ -411,4 +494,4 @@ class MergedRun(Run):
         disk.add(self.uid, self._frames.disk_bytes, None)
 
 
-__all__ = ["Content", "FileRun", "MergedRun", "Run", "Target", "positions_by_code"]
+__all__ = ["Content", "FileRun", "MergedRun", "Run", "Target", "positions_by_code", "sheet_of"]

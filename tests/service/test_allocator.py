@@ -1,15 +1,16 @@
 """Executors start with jemalloc's thread caches off (``service/executor/allocator.py`` has the measurement)."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import types
 
+import pyarrow as pa
 import pytest
 
 from paimon_tail.service.executor.allocator import EXECUTOR_JEMALLOC_CONF, JEMALLOC_CONF_VAR, executor_environment
+
+from .conftest import ServeProcess
 
 # what this process's pyarrow jemalloc says of its thread caches: "true", "false", or "" (no jemalloc here)
 _TCACHE = """
@@ -37,7 +38,6 @@ def tcache_state():
     os.unlink(path)
     return m.group(1).decode() if m else ""
 """
-exec(_TCACHE)
 
 
 def _without_var() -> dict:
@@ -62,27 +62,25 @@ def test_jemalloc_thread_caches_follow_the_executor_environment():
     assert _state_in_new_process(env) == "true"
 
 
-def _probe(spec) -> None:
-    """Stands in for ``executor_main`` in a process serve's launcher spawns."""
-    with open(spec.out, "w") as f:
-        json.dump({"var": os.environ.get(JEMALLOC_CONF_VAR), "tcache": tcache_state()}, f)  # noqa: F821
+def _environ(pid: int) -> dict:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return dict(kv.split("=", 1) for kv in f.read().decode(errors="replace").split("\0") if "=" in kv)
 
 
-def test_serve_spawns_executors_with_thread_caches_off(tmp_path, monkeypatch):
-    from paimon_tail.service.coordinator import launcher as launcher_mod
-
+def test_serve_starts_its_executors_with_thread_caches_off(warehouse, monkeypatch):
+    """A real ``serve``: its executor processes start with the option (what jemalloc reads as pyarrow loads: the
+    test above), serve's own environment stays without it."""
     monkeypatch.delenv(JEMALLOC_CONF_VAR, raising=False)
-    monkeypatch.setattr(launcher_mod, "executor_main", _probe)
-    launcher = launcher_mod.LocalProcesses()
-    launcher.start([types.SimpleNamespace(index=0, out=str(tmp_path / "probe.json"))])
-    assert JEMALLOC_CONF_VAR not in os.environ  # serve's own environment is as it was
-    process = launcher.processes[0]
-    process.join(120)
-    assert process.exitcode == 0
-    seen = json.loads((tmp_path / "probe.json").read_text())
-    assert seen["var"] == EXECUTOR_JEMALLOC_CONF
-    if seen["tcache"]:
-        assert seen["tcache"] == "false"
+    warehouse.create("alloc", pa.schema([("k", pa.int64()), ("v", pa.string())]), primary_keys=["k"], bucket=2)
+    warehouse.write("alloc", [{"k": i, "v": f"v{i}"} for i in range(100)])
+    svc = ServeProcess(warehouse.path, ["db.alloc"]).wait_ready()
+    try:
+        pids = svc.executor_pids()
+        assert len(pids) == 2
+        assert all(_environ(pid).get(JEMALLOC_CONF_VAR) == EXECUTOR_JEMALLOC_CONF for pid in pids)
+        assert JEMALLOC_CONF_VAR not in _environ(svc.proc.pid)
+    finally:
+        svc.stop()
 
 
 def test_executor_command_sets_it_before_pyarrow_loads(tmp_path):

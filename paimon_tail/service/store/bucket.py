@@ -92,14 +92,15 @@ class BucketStore:
 
     def _rows(self, locs: np.ndarray, target: Target) -> Tuple[np.ndarray, pa.Table]:
         """(order, rows): the rows at ``locs[order]``. One sort groups the locations by run and orders each run's
-        rows (a location is ``slot << 32 | row``), and each run gathers its rows in one pass."""
+        rows (a location is ``slot << 32 | row``), and each run gathers its rows in one pass; runs held in a
+        sheet (``runs.sheet_of``) are taken together, one take a sheet."""
         order = np.argsort(locs, kind="stable") if len(locs) > 1 else np.zeros(1, np.int64)
         ordered = locs[order]
         slots, rows = slots_of(ordered), rows_of(ordered)
         cuts = np.flatnonzero(np.diff(slots)) + 1
         batches: List[pa.RecordBatch] = []
         sheets: Dict[int, Tuple[pa.RecordBatch, List[np.ndarray], List[Tuple[int, int]]]] = {}
-        plain: List[Tuple[int, int]] = []
+        spans: List[Tuple[int, int]] = []  # (first, end) in ``ordered`` of each part of ``batches``, in order
         for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ordered)]):
             run = self.runs[int(slots[a])]
             sheet = run.sheet_rows() if run.sheet is not None else None
@@ -109,12 +110,12 @@ class BucketStore:
                 entry[2].append((a, b))
                 continue
             batches += run.gather(rows[a:b], target)
-            plain.append((a, b))
+            spans.append((a, b))
         if sheets:  # the rows come sheet by sheet after the others: ``order`` follows them
-            for sheet, at, spans in sheets.values():
+            for sheet, at, taken in sheets.values():
                 batches.append(sheet.select(target.columns).take(pa.array(np.concatenate(at))))
-                plain += spans
-            order = order[np.concatenate([np.arange(a, b) for a, b in plain])]
+                spans += taken
+            order = order[np.concatenate([np.arange(a, b) for a, b in spans])]
         table = pa.Table.from_batches(batches, target.schema) if batches else target.schema.empty_table()
         return order, table
 

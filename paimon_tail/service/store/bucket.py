@@ -103,8 +103,8 @@ class BucketStore:
         spans: List[Tuple[int, int]] = []  # (first, end) in ``ordered`` of each part of ``batches``, in order
         for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ordered)]):
             run = self.runs[int(slots[a])]
-            sheet = run.sheet_rows() if run.sheet is not None else None
-            if sheet is not None and sheet[2] == target.schema_id:
+            sheet = run.sheet_rows(target.schema_id)
+            if sheet is not None:
                 entry = sheets.setdefault(id(sheet[0]), (sheet[0], [], []))  # one take per sheet, below
                 entry[1].append(rows[a:b] + sheet[1])
                 entry[2].append((a, b))

@@ -26,7 +26,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +40,14 @@ FRAMES_BEFORE_CHUNK = 8  # a batch needing more frames than this of one chunk de
 SHEET = "sheet"  # a sheet's cache key is (its uid, SHEET)
 SHEET_MAX_BYTES = 1 << 30  # a sheet's rows, decompressed (Arrow's 32-bit string offsets stay far from overflow)
 SHEET_MIN_RUNS = 4  # runs outside a sheet before a bucket gets another (commits add one run a bucket each)
+
+
+class SheetRef(NamedTuple):
+    """Where a run's rows are in a sheet."""
+
+    uid: int  # the sheet's (its cache key is (uid, SHEET))
+    start: int  # the run's first row in it
+    schema_id: int  # the schema the rows were read in
 
 
 class Target:
@@ -88,7 +96,7 @@ class Run:
         self._content: Optional[Content] = None
         self._lock = threading.Lock()
         self._dropped = False
-        self.sheet: Optional[Tuple[int, int, int]] = None  # (the sheet's uid, this run's first row in it, schema id)
+        self.sheet: Optional[SheetRef] = None
 
     @property
     def path(self) -> str:
@@ -145,10 +153,9 @@ class Run:
     def gather(self, rows: np.ndarray, target: Target) -> List[pa.RecordBatch]:
         """The rows at ``rows`` (ascending), in ``target``'s schema, as batches in that order."""
         content = self._ready()
-        if self.sheet is not None:
-            sheet = self.sheet_rows()
-            if sheet is not None and sheet[2] == content.schema_id == target.schema_id:
-                return [sheet[0].select(target.columns).take(pa.array(rows + sheet[1]))]
+        sheet = self.sheet_rows(target.schema_id) if content.schema_id == target.schema_id else None
+        if sheet is not None:
+            return [sheet[0].select(target.columns).take(pa.array(rows + sheet[1]))]
         frames = self._frames
         self.disk.touch(self.uid)
         names = _source_names(content, target)
@@ -182,24 +189,23 @@ class Run:
             return _evolved(content, pa.Table.from_batches(out), target).to_batches()
         return out
 
-    def sheet_rows(self) -> Optional[Tuple[pa.RecordBatch, int, int]]:
-        """(the sheet holding this run's rows, where they start in it, the schema id they were read in), while
-        the memory cache keeps the sheet."""
-        at = self.sheet
-        if at is None:
+    def sheet_rows(self, schema_id: Optional[int] = None) -> Optional[Tuple[pa.RecordBatch, int]]:
+        """(the sheet holding this run's rows, where they start in it), while the memory cache keeps the sheet and,
+        given ``schema_id``, the rows there were read in that schema."""
+        ref = self.sheet
+        if ref is None or (schema_id is not None and ref.schema_id != schema_id):
             return None
-        batch = self.cache.get((at[0], SHEET))
+        batch = self.cache.get((ref.uid, SHEET))
         if batch is None:
             self.sheet = None  # evicted: chunks and frames answer (the background may build another)
             return None
-        return batch, at[1], at[2]
+        return batch, ref.start
 
     def _holding(self, r: int, content: Content) -> Tuple[pa.RecordBatch, int]:
         """(the batch that holds row ``r`` — its sheet, the cached chunk, else its frame —, the row's index in it)."""
-        if self.sheet is not None:
-            sheet = self.sheet_rows()
-            if sheet is not None and sheet[2] == content.schema_id:
-                return sheet[0], sheet[1] + r
+        sheet = self.sheet_rows(content.schema_id)
+        if sheet is not None:
+            return sheet[0], sheet[1] + r
         c = r // content.chunk_rows
         batch = self.cache.get((self.uid, c))
         if batch is not None:
@@ -263,7 +269,7 @@ class Run:
             self._frames = None
             self.cache.forget(self.uid)
             if self.sheet is not None:  # the sheet's other runs go back to their chunks
-                self.cache.forget(self.sheet[0])
+                self.cache.forget(self.sheet.uid)
                 self.sheet = None
             self.disk.remove(self.uid)
             _unlink(self.path)
@@ -282,20 +288,16 @@ def sheet_of(runs: Sequence[Run], cache: MemoryCache) -> int:
             len({c.schema_id for c in contents}) != 1:
         return 0
     size = sum(r.rows_bytes() for r in todo)
-    held = sum(b.nbytes for r, f in zip(todo, frames) for c in range(f.num_chunks)
-               if (b := cache.peek((r.uid, c))) is not None)
+    cached = [[cache.peek((r.uid, c)) for c in range(f.num_chunks)] for r, f in zip(todo, frames)]
+    held = sum(b.nbytes for chunks in cached for b in chunks if b is not None)
     if size > SHEET_MAX_BYTES or not cache.has_room(size - held):
         return 0
-    parts: List[pa.RecordBatch] = []
-    for r, f in zip(todo, frames):
-        for c in range(f.num_chunks):
-            b = cache.peek((r.uid, c))
-            parts.append(b if b is not None else f.chunk(c))
+    parts = [b if b is not None else f.chunk(c) for chunks, f in zip(cached, frames) for c, b in enumerate(chunks)]
     table = pa.Table.from_batches(parts, contents[0].schema).combine_chunks()
     batch = table.to_batches()[0] if table.num_rows else None
     if batch is None or table.num_rows != sum(c.num_rows for c in contents):
         return 0
-    del parts, table
+    del cached, parts, table
     uid = next(_uids)
     for r in todo:
         cache.forget(r.uid)
@@ -303,7 +305,7 @@ def sheet_of(runs: Sequence[Run], cache: MemoryCache) -> int:
         return 0
     start = 0
     for r, c in zip(todo, contents):
-        r.sheet = (uid, start, c.schema_id)
+        r.sheet = SheetRef(uid, start, c.schema_id)
         start += c.num_rows
     if any(r._dropped for r in todo):  # dropped meanwhile: its sheet goes with it
         cache.forget(uid)
@@ -494,4 +496,4 @@ class MergedRun(Run):
         disk.add(self.uid, self._frames.disk_bytes, None)
 
 
-__all__ = ["Content", "FileRun", "MergedRun", "Run", "Target", "positions_by_code", "sheet_of"]
+__all__ = ["Content", "FileRun", "MergedRun", "Run", "SheetRef", "Target", "positions_by_code", "sheet_of"]

@@ -27,13 +27,30 @@ MAX_KEYS = 64  # keys in one shared call
 
 
 class _Waiter:
-    __slots__ = ("call", "event", "outcome", "batch")
+    """One key's thread in a lane. A waiter is woken exactly once (``wake``): with its outcome, or with the
+    batch it is to send. The wake-up is a plain lock its thread waits to acquire, released by whoever wakes it: a
+    ``threading.Event`` costs a condition, a second lock and a notify on every hand-off, and hand-offs are on the
+    path of every shared key."""
+
+    __slots__ = ("call", "_asleep", "outcome", "batch")
 
     def __init__(self, call: Call) -> None:
         self.call = call
-        self.event: Optional[threading.Event] = None
+        self._asleep: Optional[threading.Lock] = None
         self.outcome: Any = None
         self.batch: Optional[List["_Waiter"]] = None  # set when this waiter is to send the next call
+
+    def sleep(self) -> None:
+        """Get ready to wait (under the lane's lock, before the waiter is queued)."""
+        self._asleep = threading.Lock()
+        self._asleep.acquire()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Until woken (True) or ``timeout`` seconds (False)."""
+        return self._asleep.acquire(timeout=-1 if timeout is None else max(0.0, timeout))
+
+    def wake(self) -> None:
+        self._asleep.release()
 
 
 class _Lane:
@@ -75,11 +92,11 @@ class Coalescer:
                 lane.busy += 1
                 batch: Optional[List[_Waiter]] = [me]
             else:
-                me.event = threading.Event()
+                me.sleep()
                 lane.queue.append(me)
                 batch = None
         if batch is None:
-            if not me.event.wait(call.timeout):
+            if not me.wait(call.timeout):
                 with lane.lock:
                     queued = me.batch is None and me.outcome is None and me in lane.queue
                     if queued:
@@ -87,7 +104,7 @@ class Coalescer:
                 if queued:  # no call took it in time
                     return KeyAnswer(again=f"executor {call.executor} at {call.address} did not answer within "
                                            f"{call.timeout:.1f}s")
-                me.event.wait()  # taken by a call under way (bounded by that call's deadline)
+                me.wait()  # taken by a call under way (bounded by that call's deadline)
             if me.batch is None:
                 return me.outcome
             batch = me.batch
@@ -129,7 +146,7 @@ class Coalescer:
             raise
         finally:
             for w in batch[1:]:
-                w.event.set()
+                w.wake()
             with lane.lock:
                 nxt = lane.queue[:self.max_keys]
                 del lane.queue[:self.max_keys]
@@ -137,7 +154,7 @@ class Coalescer:
                     lane.busy -= 1
             if nxt:
                 nxt[0].batch = nxt
-                nxt[0].event.set()
+                nxt[0].wake()
 
 
 __all__ = ["Coalescer", "IN_FLIGHT", "MAX_KEYS"]

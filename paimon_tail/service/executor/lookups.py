@@ -208,11 +208,15 @@ class Lookups:
         """Put the rows of ``hits`` into ``response``: as values (``kinds_out``: each column's Value field) or as
         an Arrow IPC stream."""
         if kinds_out is not None:
-            out = response.values
+            add = response.values.add  # each value made in place: no message built, then copied in
             response.columns.extend(target.columns)
             for _, run, r in hits:
                 row = run.values(r, target) if run is not None else list(r.to_pylist()[0].values())
-                out.extend(_VALUE[k](v) if v is not None else _NULL for k, v in zip(kinds_out, row))
+                for k, v in zip(kinds_out, row):
+                    if v is None:
+                        add()
+                    else:
+                        add(**{k: v})
             return
         if len(hits) == 1 and hits[0][1] is not None:
             _, run, r = hits[0]
@@ -362,9 +366,6 @@ def _value_kind(t: pa.DataType) -> Optional[str]:
 
 
 _KINDS: Dict[int, tuple] = {}  # id(target) → (target, its columns' Value fields or None)
-_VALUE = {"int": lambda v: pb.Value(int=v), "real": lambda v: pb.Value(real=v), "text": lambda v: pb.Value(text=v),
-          "boolean": lambda v: pb.Value(boolean=v), "binary": lambda v: pb.Value(binary=v)}
-_NULL = pb.Value()
 
 
 def _value_kinds(target) -> Optional[List[str]]:

@@ -11,7 +11,7 @@ import pytest
 from pypaimon.schema.data_types import AtomicType, DataField, PyarrowFieldParser
 from pypaimon.write.row_key_extractor import RowKeyExtractor, _bucket_from_hash
 
-from paimon_tail.service.keys.binary_row import Unsupported, bucket, row_hash
+from paimon_tail.service.keys.binary_row import Unsupported, bucket, int_row_hash, row_hash
 from paimon_tail.service.keys.bucket_hash import binary_row_hashes, buckets_of, channels_of
 from paimon_tail.service.keys.routing import channel
 
@@ -109,6 +109,18 @@ def test_scalar_hash_equals_pypaimon(types):
     for n in (1, 3, 4, 7, 128):
         assert [bucket(row_hash(r, types), n) for r in rows] == [_bucket_from_hash(int(h) & 0xFFFFFFFF, n)
                                                                   for h in want]
+
+
+@pytest.mark.parametrize("base", ["BIGINT", "INT", "SMALLINT", "TINYINT"])
+def test_one_integer_key_hash_equals_pypaimon(base):
+    """binary_row.int_row_hash (a one-integer-column key without building its row) is pypaimon's hash, at the
+    ends of the type's range too."""
+    rnd = random.Random(len(base))
+    values = _values(base, rnd, 2000)
+    bits = {"BIGINT": 64, "INT": 32, "SMALLINT": 16, "TINYINT": 8}[base]
+    values += [-(1 << (bits - 1)), (1 << (bits - 1)) - 1, 0, -1, 1]
+    want = _expected([(v,) for v in values], _fields([base]))
+    assert [int_row_hash(v, base) for v in values] == want.tolist()
 
 
 def test_scalar_hash_refuses_what_it_does_not_lay_out():

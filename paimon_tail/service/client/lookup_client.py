@@ -186,8 +186,14 @@ class LookupClient:
         if self._typed_key:  # the row comes back as values where the executor can (protocol 3)
             request = pb.LookupRequest(table=self.name, buckets=(bucket,), select=select,
                                        min_snapshot_id=min_snapshot or 0, protocol_version=PROTOCOL_VERSION,
-                                       key=[pb.Value(int=v) if isinstance(v, int) else pb.Value(text=v)
-                                            for v in map(key.__getitem__, self.parser.names)], row_values=True)
+                                       row_values=True)
+            add = request.key.add
+            for name in self.parser.names:
+                v = key[name]
+                if isinstance(v, int):
+                    add(int=v)
+                else:
+                    add(text=v)
         else:
             request = pb.LookupRequest(table=self.name, buckets=(bucket,), select=select,
                                        min_snapshot_id=min_snapshot or 0, protocol_version=PROTOCOL_VERSION,

@@ -153,12 +153,13 @@ class Lookups:
         target = state.target(view, columns)
         parts = state.partition_positions
         answering = view.answering
+        hasher = state.hasher
         hits: list = []  # (position, run, row) of an exact store, or (position, None, one-row table)
         failed: dict = {}  # reason → (positions, retry)
         cold = False
         for i in range(n):
             kv = values[i * width:(i + 1) * width]
-            key = (tuple(kv[j] for j in parts), buckets[i])
+            key = (tuple([kv[j] for j in parts]) if parts else (), buckets[i])
             store = answering.get(key, _NOT_HERE)
             if store is _NOT_HERE:
                 problem = self._problem(state, view, key)
@@ -173,13 +174,13 @@ class Lookups:
                 v = kv[0]
                 if not -_SIGN <= v < _SIGN:
                     raise Refused(Why.INVALID, "keys do not fit the key columns: out of range")
-                hit = store.find_one(state.hasher.one(v))
+                hit = store.find_one(hasher.one(v))
                 if hit is not None:
                     hits.append((i, hit[0], hit[1]))
                     cold = cold or not hit[0].built
             else:
                 keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, kv)}, schema=state.key_schema)
-                h, h2 = state.hasher.hashes(keys)
+                h, h2 = hasher.hashes(keys)
                 if state.warm(view):
                     req, rows = store.lookup(keys, h, h2, target)
                 else:
@@ -193,7 +194,7 @@ class Lookups:
             response.failed.extend(pb.FailedKeys(positions=p, reason=reason, retry=retry)
                                    for reason, (p, retry) in failed.items())
         if hits:
-            response.found.extend(h[0] for h in hits)
+            response.found.extend([h[0] for h in hits])
             if cold:  # a row not on local disk yet (loading, or evicted) is read in a thread: the loop never waits
                 await asyncio.get_running_loop().run_in_executor(ex.pool, self._rows, state, view, columns, target,
                                                                  hits, kinds_out, response)

@@ -76,7 +76,20 @@ class TableRouting:
     def _bucket_key_types(self) -> List[str]:
         return [str(f.type) for f in self._bucket_key_fields]
 
+    @functools.cached_property
+    def _one_int_bucket_key(self) -> str:
+        """The base type of a bucket key of one integer column (``BIGINT`` ...), or "" (``int_row_hash``)."""
+        if len(self._bucket_key_types) != 1:
+            return ""
+        base = binary_row.base_type(self._bucket_key_types[0])
+        return base if base in binary_row.INT_BASES else ""
+
     def bucket(self, key: Dict[str, Any]) -> int:
+        base = self._one_int_bucket_key
+        if base:
+            value = key[self.bucket_keys[0]]
+            if type(value) is int:
+                return binary_row.bucket(binary_row.int_row_hash(value, base), self.num_buckets)
         values = [key[k] for k in self.bucket_keys]
         try:
             hash_code = binary_row.row_hash(values, self._bucket_key_types)

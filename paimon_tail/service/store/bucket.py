@@ -119,7 +119,7 @@ class BucketStore:
         table = pa.Table.from_batches(batches, target.schema) if batches else target.schema.empty_table()
         return order, table
 
-    def find_one(self, h: np.uint64) -> Optional[Tuple[Run, int]]:
+    def find_one(self, h: int) -> Optional[Tuple[Run, int]]:
         """(run, row) of one key of an ``exact`` store, or None."""
         loc = self.index.lookup_one(h)
         if loc is None:

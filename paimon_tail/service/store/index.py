@@ -47,6 +47,7 @@ class PackedKeys:
     def __init__(self, offsets: np.ndarray, first: int) -> None:
         self.offsets = offsets  # uint32, sorted
         self.first = np.uint64(first)
+        self._first = int(first)
 
     @classmethod
     def pack(cls, h: np.ndarray) -> Optional["PackedKeys"]:
@@ -65,13 +66,17 @@ class PackedKeys:
         out = self.offsets.astype(np.uint64) + self.first
         return out if dtype is None else out.astype(dtype, copy=False)
 
+    def position(self, h: int) -> int:
+        """Where one key is (a Python int), or -1: ``Layer.position``'s packed half."""
+        d = h - self._first
+        if not 0 <= d <= 0xFFFF_FFFF:
+            return -1
+        offsets = self.offsets
+        i = int(offsets.searchsorted(np.uint32(d)))  # a Python int would make numpy search an int64 copy
+        return i if i < len(offsets) and int(offsets[i]) == d else -1
+
     def searchsorted(self, v, side: str = "left", sorter=None):
         assert sorter is None
-        if np.ndim(v) == 0:  # one key (``lookup_one``): plain integers are quicker than one-element arrays
-            d = int(v) - int(self.first)
-            if d < 0:
-                return 0
-            return len(self.offsets) if d > 0xFFFF_FFFF else int(self.offsets.searchsorted(np.uint32(d), side))
         v = np.asarray(v, dtype=np.uint64)
         d = v - self.first  # wraps below ``first``: those are as far up as keys above the span
         inside = (v >= self.first) & (d <= np.uint64(0xFFFF_FFFF))
@@ -159,6 +164,15 @@ class Layer:
         if dead is not None and not dead.any():
             dead = None
         return cls(h, h2, loc, dead)
+
+    def position(self, h: int) -> int:
+        """Position in this layer of one key of an ``exact`` index (its hash as a Python int), or -1: a one-key
+        lookup's path, in plain integers (numpy scalars cost more than the search itself there)."""
+        hs = self.h
+        if isinstance(hs, PackedKeys):
+            return hs.position(h)
+        i = int(hs.searchsorted(np.uint64(h)))
+        return i if i < len(hs) and int(hs[i]) == h else -1
 
     def search(self, h: np.ndarray, h2: Optional[np.ndarray]) -> np.ndarray:
         """Position in this layer of each key, or -1."""
@@ -295,12 +309,12 @@ class KeyIndex:
             remaining = remaining[~hit]
         return out
 
-    def lookup_one(self, h: np.uint64) -> Optional[int]:
-        """One key of an ``exact`` index: its location, or None."""
+    def lookup_one(self, h: int) -> Optional[int]:
+        """One key of an ``exact`` index (``KeyHasher.one``): its location, or None."""
+        h = int(h)
         for layer in (*reversed(self.overlays), self.base) if self.overlays else (self.base,):
-            hs = layer.h
-            i = int(hs.searchsorted(h))
-            if i < len(hs) and hs[i] == h:
+            i = layer.position(h)
+            if i >= 0:
                 if layer.dead is not None and layer.dead[i]:
                     return None
                 return int(layer.loc[i])

@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 SIGN = np.uint64(1 << 63)
+_SIGN_BIT = 1 << 63
+_U64 = (1 << 64) - 1
 
 Hashes = Tuple[np.ndarray, Optional[np.ndarray]]
 
@@ -46,9 +48,9 @@ class KeyHasher:
         h2 = df.hash_rows(seed=11, seed_1=13, seed_2=17, seed_3=19).to_numpy().astype(np.uint64, copy=False)
         return h1, h2
 
-    def one(self, value: int) -> np.uint64:
-        """The hash of one integer key (``exact`` only)."""
-        return np.uint64((value & ((1 << 64) - 1)) ^ (1 << 63))
+    def one(self, value: int) -> int:
+        """The hash of one integer key (``exact`` only), as a Python int (``KeyIndex.lookup_one``)."""
+        return (value & _U64) ^ _SIGN_BIT
 
 
 def keys_equal(a: pa.Table, b: pa.Table, names: Sequence[str]) -> np.ndarray:

@@ -57,6 +57,7 @@ class Target:
         self.schema_id = schema_id
         self.fields = list(fields)
         self.columns = list(columns) if columns else list(schema.names)
+        self.names = tuple(self.columns)  # hashable: the value readers' positions are cached by it
         self.schema = pa.schema([schema.field(c) for c in self.columns])
         by_name = {f.name: f for f in self.fields}
         self.ids = [by_name[c].id for c in self.columns]
@@ -232,7 +233,7 @@ class Run:
         if content.schema_id != target.schema_id:
             return list(self.row(r, target).to_pylist()[0].values())
         batch, i = self._holding(r, content)
-        readers, positions = _readers_of(batch, target.columns)
+        readers, positions = _readers_of(batch, target.names)
         return [readers[p](i) for p in positions]
 
     def warm(self) -> int:
@@ -325,7 +326,7 @@ def _unlink(path: str) -> None:
 _READERS: Dict[int, tuple] = {}  # id(batch) → (a value reader per column, {columns: positions}), while it lives
 
 
-def _readers_of(batch: pa.RecordBatch, names: Sequence[str]) -> Tuple[list, List[int]]:
+def _readers_of(batch: pa.RecordBatch, names: Tuple[str, ...]) -> Tuple[list, List[int]]:
     """A cached batch's value readers (``value_reader``) and the positions of ``names`` among them. Kept as long
     as the batch object lives (the memory cache holds it): the readers share its buffers, nothing is copied."""
     key = id(batch)
@@ -334,10 +335,10 @@ def _readers_of(batch: pa.RecordBatch, names: Sequence[str]) -> Tuple[list, List
         entry = _READERS[key] = ([value_reader(c) for c in batch.columns], {})
         weakref.finalize(batch, _READERS.pop, key, None)
     readers, positions = entry
-    at = positions.get(tuple(names))
+    at = positions.get(names)
     if at is None:
         index = {n: j for j, n in enumerate(batch.schema.names)}
-        at = positions[tuple(names)] = [index[n] for n in names]
+        at = positions[names] = [index[n] for n in names]
     return readers, at
 
 

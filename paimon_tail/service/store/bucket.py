@@ -90,10 +90,33 @@ class BucketStore:
                 table = table.select(names)
         return found, table
 
+    def _sheet(self, schema_id: int) -> Optional[Tuple[pa.RecordBatch, np.ndarray]]:
+        """(the sheet holding every run of this store, each slot's first row in it) while there is one, with the
+        rows read in ``schema_id``; else None."""
+        runs = self.runs
+        if not runs:
+            return None
+        uid = None
+        starts = np.zeros(max(runs) + 1, np.int64)
+        for slot, run in runs.items():
+            ref = run.sheet
+            if ref is None or ref.schema_id != schema_id or (uid is not None and ref.uid != uid):
+                return None
+            uid = ref.uid
+            starts[slot] = ref.start
+        sheet = next(iter(runs.values())).sheet_rows(schema_id)
+        return None if sheet is None else (sheet[0], starts)
+
     def _rows(self, locs: np.ndarray, target: Target) -> Tuple[np.ndarray, pa.Table]:
-        """(order, rows): the rows at ``locs[order]``. One sort groups the locations by run and orders each run's
-        rows (a location is ``slot << 32 | row``), and each run gathers its rows in one pass; runs held in a
-        sheet (``runs.sheet_of``) are taken together, one take a sheet."""
+        """(order, rows): the rows at ``locs[order]``. A store whose runs are all in one sheet takes them in one
+        call, in the locations' order. Otherwise one sort groups the locations by run and orders each run's rows
+        (a location is ``slot << 32 | row``), and each run gathers its rows in one pass; runs held in a sheet
+        (``runs.sheet_of``) are taken together, one take a sheet."""
+        whole = self._sheet(target.schema_id)
+        if whole is not None:
+            sheet, starts = whole
+            at = starts[slots_of(locs)] + rows_of(locs)
+            return np.arange(len(locs)), pa.Table.from_batches([sheet.select(target.columns).take(pa.array(at))])
         order = np.argsort(locs, kind="stable") if len(locs) > 1 else np.zeros(1, np.int64)
         ordered = locs[order]
         slots, rows = slots_of(ordered), rows_of(ordered)

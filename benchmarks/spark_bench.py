@@ -10,13 +10,16 @@ Once: ``follow`` (the follower, one process) and a pypaimon write of the same ro
   parquet-batch       spark.read.parquet(the table's data files) → noop          (baseline of the reads)
   spark-batch         spark.read.format("paimon_tail") → noop                    ratio to parquet-batch
   parquet-stream      readStream.parquet(the data file directory), availableNow → noop
-  spark-stream        readStream paimon_tail (from earliest), availableNow → noop  ratios to both parquet reads;
-                      end to end (query start to termination) and in micro-batches (their trigger times)
+  python-floor-stream readStream of the same files through the least a Python data source does
+                      (benchmarks/spark_floor.py: pyarrow reads each file): what PySpark costs any Python source
+  spark-stream        readStream paimon_tail (from earliest), availableNow → noop  ratios to both parquet reads
+                      and to the Python floor; end to end (query start to termination) and in micro-batches
   spark-write / spark-stream-write   spark.range → paimon_tail (batch), paimon_tail → paimon_tail (availableNow)
   join: a served primary-key table of ``--keys`` rows (``paimon-tail serve``, two local executor processes),
   ``--events`` events (order ids spread over 110% of the keys: ~9% miss) in ``--micro-batches`` snapshots:
   lookup-join-batch   spark.range events → paimon_tail.spark.lookup_join → noop
   lookup-join-stream  readStream events (one snapshot per micro-batch, availableNow) → lookup_join → noop
+  events-stream       the events stream alone → noop: the ceiling of any join of it (lookup join / this)
   stream-static-join  the same stream joined with spark.read.format("paimon_tail").load(table), which Spark reads
                       again in every micro-batch (sort-merge join; the baseline of the lookup join)
 ``--parts`` picks sections (reads, writes, join).
@@ -218,7 +221,10 @@ def session(where: str, cluster) -> "object":
     spark.sparkContext.setLogLevel("ERROR")
     import paimon_tail.spark
 
+    from benchmarks import spark_floor
+
     paimon_tail.spark.register(spark)
+    spark_floor.register(spark)
     return spark
 
 
@@ -282,17 +288,19 @@ def run_reads(where, spark, wh, rows, res, files, stream, in_batches) -> None:
     res.add(where, "parquet-batch", *timed(parquet_batch))
     res.add(where, "spark-batch", *timed(source_batch), baseline="parquet-batch", target=0.5)
     # the streams alternate for --rounds rounds (medians): one run of each moved by 2x on a shared machine
-    runs: Dict[str, List[Tuple[float, float]]] = {"parquet": [], "source": []}
+    runs: Dict[str, List[Tuple[float, float]]] = {"parquet": [], "floor": [], "source": []}
     for _ in range(ROUNDS):
         n, seconds = timed(stream(spark.readStream.schema(schema).parquet(file_dir)))
         runs["parquet"].append((seconds, in_batches[-1]))
+        n1, seconds = timed(stream(spark.readStream.format("pyarrow_files").option("path", file_dir).load()))
+        runs["floor"].append((seconds, in_batches[-1]))
         n2, seconds = timed(stream(
             spark.readStream.format(fmt).option("warehouse", wh).option("from", "earliest").load("bench.src")))
         runs["source"].append((seconds, in_batches[-1]))
-        if (n, n2) != (rows, rows):
-            raise RuntimeError(f"the streams read {n:,} and {n2:,} rows of {rows:,}")
-        log(f"  round: parquet {runs['parquet'][-1][0]:.2f}s, source {runs['source'][-1][0]:.2f}s "
-            f"(load {os.getloadavg()[0]:.1f})")
+        if (n, n1, n2) != (rows, rows, rows):
+            raise RuntimeError(f"the streams read {n:,}, {n1:,} and {n2:,} rows of {rows:,}")
+        log(f"  round: parquet {runs['parquet'][-1][0]:.2f}s, python floor {runs['floor'][-1][0]:.2f}s, source "
+            f"{runs['source'][-1][0]:.2f}s (load {os.getloadavg()[0]:.1f})")
 
     def med(name: str, i: int) -> float:
         return sorted(r[i] for r in runs[name])[len(runs[name]) // 2]
@@ -300,10 +308,16 @@ def run_reads(where, spark, wh, rows, res, files, stream, in_batches) -> None:
     note = f"median of {ROUNDS} alternating rounds" if ROUNDS > 1 else ""
     res.add(where, "parquet-stream", rows, med("parquet", 0), note=note)
     res.add(where, "parquet-stream in micro-batches", rows, med("parquet", 1))
+    res.add(where, "python-floor-stream", rows, med("floor", 0), baseline="parquet-stream",
+            note="the least a Python data source does (benchmarks/spark_floor.py)")
+    res.add(where, "python-floor-stream in micro-batches", rows, med("floor", 1),
+            baseline="parquet-stream in micro-batches")
     res.add(where, "spark-stream", rows, med("source", 0), baseline="parquet-stream", target=0.6, note=note)
     res.add_ratio(where, "spark-stream", "parquet-batch", target=0.5)
+    res.add_ratio(where, "spark-stream", "python-floor-stream")
     res.add(where, "spark-stream in micro-batches", rows, med("source", 1),
             baseline="parquet-stream in micro-batches")
+    res.add_ratio(where, "spark-stream in micro-batches", "python-floor-stream in micro-batches")
 
 
 def run_writes(where, spark, wh, rows, res, checkpoint, in_batches) -> None:
@@ -352,6 +366,9 @@ def run_join(where, spark, wh, events, keys, micro_batches, res, stream, in_batc
         return (spark.readStream.format(fmt).option("warehouse", wh).option("from", "earliest")
                 .option("read.stream.maxSnapshotsPerTrigger", 1).load("bench.events"))
 
+    res.add(where, "events-stream", *timed(stream(event_stream())),
+            note="the events alone, no join: the ceiling of any streaming join of them")
+    res.add(where, "events-stream in micro-batches", events, in_batches[-1])
     res.add(where, "batch-join", *timed(batch_join), note="one read of the table, no micro-batches")
     res.add(where, "lookup-join-batch", *timed(lookup_batch), baseline="batch-join", min_rate=300_000)
     res.add(where, "stream-static-join", *timed(stream(_stream_static(event_stream(), orders))),
@@ -363,6 +380,8 @@ def run_join(where, spark, wh, events, keys, micro_batches, res, stream, in_batc
         min_rate=300_000)
     res.add(where, "lookup-join-stream in micro-batches", events, in_batches[-1],
             baseline="stream-static-join in micro-batches")
+    res.add_ratio(where, "lookup-join-stream", "events-stream")
+    res.add_ratio(where, "events-stream", "stream-static-join")
 
 
 def _stream_static(events, orders):

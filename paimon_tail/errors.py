@@ -1,4 +1,4 @@
-"""Errors a user can act on.
+"""Errors a user can act on, and the taxonomy that turns what libraries raise into them.
 
 Every failure that should reach a person as one line on stderr is a ``PaimonTailError``; the CLI's single
 error boundary (``paimon_tail.cli.errors``) turns it into that line and its exit code. Anything else is a bug
@@ -65,5 +65,76 @@ class ServiceError(PaimonTailError):
     """The query service is missing, unreachable or answered with an error."""
 
 
+class UnreadableFile(PaimonTailError):
+    """A file we need is there but cannot be used: empty, truncated, not in its format (a disk or a copy went
+    wrong). The message names the file, what kind of file it is and what is wrong with it."""
+
+    def __init__(self, what: str, path: str, problem: str, *, hint: str | None = None) -> None:
+        super().__init__(f"cannot read {what} {safe_text(str(path))}: {problem}", hint=hint)
+        self.what = what
+        self.path = path
+        self.problem = problem
+
+
 class OutputClosed(Exception):
     """The reader of our output went away (``| head``): stop quietly. Not an OSError, so click leaves it alone."""
+
+
+# --------------------------------------------------------------------------------------------- the taxonomy
+# What the libraries under us raise when a file, a disk, the network or a peer is at fault (not a bug of ours): the
+# error boundary (cli/common.py) shows these as one runtime error line (exit 1), never as "unexpected error".
+# Modules are named, not imported: a command that never loaded grpc or pyarrow cannot have raised their errors.
+_LIBRARY_FAMILIES = (
+    ("json.decoder", "JSONDecodeError", "not valid JSON"),
+    ("builtins", "UnicodeDecodeError", "not UTF-8 text"),
+    ("yaml.error", "YAMLError", "not valid YAML"),  # and its subclasses (ScannerError, ParserError, ...)
+    ("pyarrow.lib", "ArrowException", "Arrow"),
+    ("grpc", "RpcError", "gRPC"),
+    ("ssl", "SSLError", "TLS"),
+    ("builtins", "EOFError", "ended early"),
+)
+
+
+def library_failure(e: BaseException) -> PaimonTailError | None:
+    """``e`` as an error a person can act on, when it belongs to a family that storage, JSON/YAML, Arrow/Parquet,
+    gRPC or TLS raise on bad input or a failing system (its message, which names the path or address, kept);
+    None for anything else (a bug)."""
+    if isinstance(e, PaimonTailError):
+        return e
+    for cls in type(e).__mro__:
+        for module, name, family in _LIBRARY_FAMILIES:
+            if cls.__name__ == name and cls.__module__ == module:
+                return PaimonTailError(f"{family} error: {one_line(e)}" if family in ("Arrow", "gRPC", "TLS")
+                                       else f"{one_line(e)} ({family})")
+    if isinstance(e, OSError):  # storage and the network: FileNotFoundError, PermissionError, ENOSPC, refused, ...
+        return PaimonTailError(_os_error_text(e))
+    return None
+
+
+def _os_error_text(e: OSError) -> str:
+    if e.strerror and e.filename is not None:
+        other = f" -> {e.filename2}" if e.filename2 is not None else ""
+        return f"{e.filename}{other}: {e.strerror}"
+    return one_line(e) or type(e).__name__
+
+
+def one_line(e: BaseException) -> str:
+    """The first line of ``e``'s message (its type's name when it has none)."""
+    text = str(e).strip().splitlines()
+    return text[0].strip() if text else type(e).__name__
+
+
+# Characters that act on a terminal instead of showing: C0 and C1 controls (ESC starts a sequence that can rewrite
+# the screen or the window title), DEL, lone surrogates (bytes of a name that are not UTF-8) and the bidirectional
+# overrides that reorder what is shown.
+_UNSAFE = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]}
+_UNSAFE.update({c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A), *range(0xD800, 0xE000)]})
+_UNSAFE.update({0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"})
+
+
+def safe_text(text: str) -> str:
+    """``text`` safe to print on a terminal, on one line: every character that would act instead of show written
+    as its escape (``\\x1b``, ``\\n``), the way Python's ``repr`` writes it; printable text (any script) kept."""
+    if text.isprintable():
+        return text
+    return text.translate(_UNSAFE)

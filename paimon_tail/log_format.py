@@ -53,7 +53,10 @@ def configure(fmt: str, process: str, level: Optional[str] = None, text_format: 
 
 
 def say(message: str, level: str = "info") -> None:
-    """One of the command's own lines (``paimon-tail: MESSAGE`` as text)."""
+    """One of the command's own lines (``paimon-tail: MESSAGE`` as text), safe for a terminal (``safe_text``)."""
+    from .errors import safe_text
+
+    message = safe_text(message)
     if current == JSON:
         sys.stderr.write(json.dumps({"time": _iso(time.time()), "level": level, "logger": "paimon_tail",
                                      "process": _process, "pid": os.getpid(), "message": message},

@@ -45,6 +45,16 @@ class LazyGroup(click.Group):
         module, attr = spec
         return getattr(importlib.import_module(module, __name__), attr)
 
+    def invoke(self, ctx: click.Context):
+        """A closed stdout (``| head``) ends the command quietly with exit 0 (the error boundary's OutputClosed):
+        click's own handling of it would exit 1 with nothing said."""
+        from ..errors import OutputClosed
+
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise OutputClosed() from None
+
     def resolve_command(self, ctx: click.Context, args: List[str]):
         """A mistyped command gets the nearest one: "No such command 'folow'. Did you mean 'follow'?"."""
         try:

@@ -10,17 +10,19 @@ from typing import Any, Callable
 import click
 
 from ..catalog import CatalogConfig, catalog_config
-from ..errors import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, OutputClosed, PaimonTailError
+from ..errors import (EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, OutputClosed, PaimonTailError, library_failure,
+                      one_line, safe_text)
+from .types import FilePath, Text
 
 
 def catalog_options(f: Callable) -> Callable:
     """--warehouse / -O key=value / --config FILE, merged into ``catalog`` (a CatalogConfig) for the command."""
 
-    @click.option("--warehouse", "-w", envvar="PAIMON_WAREHOUSE", metavar="PATH",
+    @click.option("--warehouse", "-w", envvar="PAIMON_WAREHOUSE", metavar="PATH", type=Text(),
                   help="Warehouse path or URI (env PAIMON_WAREHOUSE).")
     @click.option("--catalog-option", "-O", "catalog_option", multiple=True, metavar="KEY=VALUE",
                   help="Catalog option passed to pypaimon (repeatable), e.g. -O metastore=rest -O uri=...")
-    @click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+    @click.option("--config", "config_file", metavar="FILE", type=FilePath(),
                   help="YAML catalog config, the same form as pypaimon's paimon.yaml.")
     @functools.wraps(f)
     def wrapper(*args: Any, warehouse: str | None, catalog_option: tuple, config_file: str | None,
@@ -51,12 +53,12 @@ def complete_tables(ctx: click.Context, param: click.Parameter, incomplete: str)
 
 def security_options(f: Callable) -> Callable:
     """--tls-ca / --tls-cert / --tls-key / --token-file, for the commands that talk to the query service."""
-    f = click.option("--tls-ca", type=click.Path(dir_okay=False), help="CA certificate: the server requires client "
+    f = click.option("--tls-ca", type=FilePath(), help="CA certificate: the server requires client "
                      "certificates signed by it (mutual TLS); clients trust servers signed by it.")(f)
-    f = click.option("--tls-key", type=click.Path(dir_okay=False), help="Private key for --tls-cert.")(f)
-    f = click.option("--tls-cert", type=click.Path(dir_okay=False),
+    f = click.option("--tls-key", type=FilePath(), help="Private key for --tls-cert.")(f)
+    f = click.option("--tls-cert", type=FilePath(),
                      help="Certificate (PEM): the server's, or the client's for mutual TLS.")(f)
-    f = click.option("--token-file", type=click.Path(dir_okay=False),
+    f = click.option("--token-file", type=FilePath(),
                      help="File holding the bearer token (default: env PAIMON_TAIL_TOKEN).")(f)
     return f
 
@@ -82,7 +84,7 @@ class ByteSize(click.ParamType):
         number = text[: len(text) - len(unit)]
         try:
             size = int(float(number) * self._UNITS[unit])
-        except ValueError:
+        except (ValueError, OverflowError):  # not a number; nan; inf
             self.fail(f"{value!r} is not a size (e.g. 512M, 2G, 1048576)", param, ctx)
         if size <= 0:
             self.fail(f"{value!r}: a size must be more than 0", param, ctx)
@@ -135,17 +137,20 @@ def _quiet_stdout() -> None:
 
 
 def _error_line(message: str) -> None:
-    """The last line: plain, or JSON for a command running with --log-format json."""
+    """The last line: plain, or JSON for a command running with --log-format json; safe for a terminal either way
+    (a table name or a value with an escape character in it is shown escaped, never run)."""
     from .. import log_format
 
     if log_format.current == log_format.JSON:
         log_format.say(message, "error")
     else:
-        click.echo(f"paimon-tail: {message}", err=True)
+        click.echo(f"paimon-tail: {safe_text(message)}", err=True)
 
 
 def error_boundary(main: Callable[[], Any], debug: Callable[[], bool]) -> int:
-    """Run the CLI; turn every failure into one line on stderr and a documented exit code."""
+    """Run the CLI; turn every failure into one line on stderr and a documented exit code (docs/errors.md: the
+    taxonomy). What storage, JSON/YAML, Arrow/Parquet, gRPC and TLS raise on bad input or a failing system is a
+    runtime error in their words (``errors.library_failure``); "unexpected error" is left for bugs."""
     try:
         code = main()  # click returns a command's exit code under standalone_mode=False
         return code if isinstance(code, int) else 0
@@ -153,10 +158,10 @@ def error_boundary(main: Callable[[], Any], debug: Callable[[], bool]) -> int:
         return e.exit_code
     except click.exceptions.UsageError as e:
         hint = f" (see: {e.ctx.command_path} --help)" if e.ctx else ""
-        click.echo(f"paimon-tail: {e.format_message()}{hint}", err=True)
+        _error_line(f"{e.format_message()}{hint}")
         return EXIT_USAGE
     except click.exceptions.ClickException as e:
-        click.echo(f"paimon-tail: {e.format_message()}", err=True)
+        _error_line(e.format_message())
         return e.exit_code
     except PaimonTailError as e:
         if debug():
@@ -168,12 +173,15 @@ def error_boundary(main: Callable[[], Any], debug: Callable[[], bool]) -> int:
         return 0
     except (KeyboardInterrupt, click.exceptions.Abort):
         return EXIT_INTERRUPTED
-    except Exception as e:  # a bug: say so in one line, with the traceback only under --debug
+    except Exception as e:
         if debug():
             traceback.print_exc()
-        text = str(e).strip().splitlines()
-        _error_line(f"unexpected error: {type(e).__name__}: {text[0] if text else ''} "
-                    "(rerun with --debug for the traceback)")
+        failure = library_failure(e)
+        if failure is not None:  # a file, a disk, the network or a peer: what it said, as a runtime error
+            _error_line(str(failure))
+            return failure.exit_code
+        # a bug: say so in one line, with the traceback only under --debug
+        _error_line(f"unexpected error: {type(e).__name__}: {one_line(e)} (rerun with --debug for the traceback)")
         return EXIT_RUNTIME
 
 

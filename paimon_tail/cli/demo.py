@@ -9,6 +9,7 @@ import click
 
 from ..errors import UsageError
 from .common import run
+from .types import Seconds, Text
 
 DEFAULT_DIR = "paimon-tail-demo"
 
@@ -95,11 +96,11 @@ async def _show(warehouse: str, duration: Optional[float], interactive: bool) ->
 
 
 @click.command("demo")
-@click.option("--warehouse", "-w", default=DEFAULT_DIR, show_default=True, metavar="DIR",
+@click.option("--warehouse", "-w", default=DEFAULT_DIR, show_default=True, metavar="DIR", type=Text(name=True),
               help="Where to create the demo warehouse (reused if it exists).")
-@click.option("--duration", type=click.FloatRange(min=0), help="Stop following after this many seconds "
+@click.option("--duration", type=Seconds(min=0), help="Stop following after this many seconds "
               "(default: Ctrl-C). The writer goes on.")
-@click.option("--interval", type=click.FloatRange(min=0.01), default=None,
+@click.option("--interval", type=Seconds(min=0.01), default=None,
               help="Seconds between commits of the background writer [default: 1; a running writer keeps its own].")
 @click.option("--no-follow", is_flag=True, help="Start the writer (or find it running) and return: follow the "
               "tables yourself.")

@@ -1,7 +1,6 @@
 """``paimon-tail follow``: parse, open the table, follow, render."""
 from __future__ import annotations
 
-import codecs
 import sys
 from typing import Optional
 
@@ -11,52 +10,7 @@ from ..catalog import CatalogConfig
 from ..errors import UsageError
 from ..output.formats import CDC_FORMATS, FORMATS
 from .common import catalog_options, complete_tables, run
-
-
-def parse_columns(text: Optional[str]) -> Optional[list]:
-    if not text:
-        return None
-    columns = [c.strip() for c in text.split(",") if c.strip()]
-    if not columns:
-        raise UsageError("--select needs at least one column")
-    return columns
-
-
-def parse_shard(text: Optional[str]) -> Optional[tuple]:
-    if not text:
-        return None
-    index, sep, count = text.partition("/")
-    try:
-        if not sep:
-            raise ValueError
-        return int(index), int(count)
-    except ValueError:
-        raise UsageError(f"bad --shard {text!r}: use I/N, e.g. 0/2") from None
-
-
-def parse_buckets(text: Optional[str]) -> Optional[list]:
-    if not text:
-        return None
-    try:
-        buckets = [int(b) for b in text.split(",") if b.strip()]
-    except ValueError:
-        raise UsageError(f"bad --buckets {text!r}: use comma-separated bucket numbers, e.g. 0,3") from None
-    if any(b < 0 for b in buckets):
-        raise UsageError(f"bad --buckets {text!r}: bucket numbers are >= 0")
-    return buckets
-
-
-def parse_key_delimiter(text: Optional[str]) -> Optional[str]:
-    """kcat's -K: the text between a message's key and its value; escapes such as '\\t' are understood."""
-    if text is None:
-        return None
-    try:
-        delimiter = codecs.decode(text, "unicode_escape")
-    except UnicodeError:
-        raise UsageError(f"bad --key-delimiter {text!r}") from None
-    if not delimiter or "\n" in delimiter:
-        raise UsageError("--key-delimiter must be non-empty and on one line, e.g. '\\t' or '|'")
-    return delimiter
+from .types import Buckets, Columns, Delimiter, Seconds, Shard, Text
 
 
 def format_option(f):
@@ -83,34 +37,35 @@ def format_option(f):
 @click.option("--exit-at-end", "-e", is_flag=True, help="Stop when caught up with the latest snapshot (kcat -e).")
 @click.option("--max-rows", "-n", type=click.IntRange(min=0), help="Stop after N rows.")
 @format_option
-@click.option("--select", "-s", metavar="COLS", help="Columns to output, comma-separated (pushed down).")
-@click.option("--where", metavar="EXPR", multiple=True,
+@click.option("--select", "-s", metavar="COLS", type=Columns(), help="Columns to output, comma-separated (pushed down).")
+@click.option("--where", metavar="EXPR", multiple=True, type=Text(),
               help="Filter, e.g. \"amount > 100 AND status = 'open'\": strings in single quotes, a bare word is a "
               "column (pushed down; repeated: all must hold).")
 @click.option("--row-kind", is_flag=True, help="Add _row_kind (+I/-U/+U/-D).")
 @click.option("--meta", is_flag=True, help="Add _snapshot_id, _commit_time, _bucket, _partition.")
-@click.option("--consumer-id", metavar="ID", help="Keep progress in Paimon's consumer file; resume on restart.")
-@click.option("--shard", metavar="I/N", help="Read the buckets b with b % N == I (parallel consumers).")
-@click.option("--buckets", metavar="LIST", help="Read only these buckets, e.g. 0,3.")
+@click.option("--consumer-id", metavar="ID", type=Text(name=True), help="Keep progress in Paimon's consumer file; resume on restart.")
+@click.option("--shard", metavar="I/N", type=Shard(), help="Read the buckets b with b % N == I (parallel consumers).")
+@click.option("--buckets", metavar="LIST", type=Buckets(), help="Read only these buckets, e.g. 0,3.")
 @click.option("--catch-up", type=click.Choice(["replay", "diff"]), default="replay", show_default=True,
               help="replay: a backlog snapshot by snapshot; diff: one plan of the added files (faster, folds history).")
 @click.option("--on-gap", type=click.Choice(["error", "skip"]), default="error", show_default=True,
               help="When snapshots expire before they are read.")
 @click.option("--no-prefetch", is_flag=True, help="Plan the next snapshot only after the current one is written.")
 @click.option("--stats", "show_stats", is_flag=True, help="Print a status line to stderr every second.")
-@click.option("--read-threads", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--read-threads", type=click.IntRange(1, 256), default=2, show_default=True,
               help="Splits read at once.")
-@click.option("--poll-interval", type=click.FloatRange(min=0.001), metavar="SECONDS",
+@click.option("--poll-interval", type=Seconds(min=0.001), metavar="SECONDS",
               help="Idle polling cadence: one request per poll on object stores [default: 0.25 on object stores, "
               "0.5 locally (inotify wakes a local follower at once)].")
-@click.option("--storage-timeout", type=click.FloatRange(min=0), metavar="SECONDS",
+@click.option("--storage-timeout", type=Seconds(min=0), metavar="SECONDS",
               help="Give up after storage has been unreachable this long (0: never) [default: 60 with -e, "
               "else never: a live follow waits out an outage].")
-@click.option("--key-delimiter", "-K", metavar="DELIM",
+@click.option("--key-delimiter", "-K", metavar="DELIM", type=Delimiter(),
               help="Change-event formats: print KEY<DELIM>EVENT per line, the primary key as JSON (kcat -K).")
 def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Optional[str], exit_at_end: bool,
-                   max_rows: Optional[int], fmt: str, force_binary: bool, select: Optional[str], where: tuple,
-                   row_kind: bool, meta: bool, consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
+                   max_rows: Optional[int], fmt: str, force_binary: bool, select: Optional[list], where: tuple,
+                   row_kind: bool, meta: bool, consumer_id: Optional[str], shard: Optional[tuple],
+                   buckets: Optional[list],
                    catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int,
                    poll_interval: Optional[float], storage_timeout: Optional[float],
                    key_delimiter: Optional[str]) -> None:
@@ -127,14 +82,14 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
                          "commit time")
 
     options = FollowOptions(
-        start=start, until=until, exit_at_end=exit_at_end, select=parse_columns(select), where=list(where),
-        row_kind=row_kind or fmt in CDC_FORMATS, meta=meta, consumer_id=consumer_id, shard=parse_shard(shard),
-        buckets=parse_buckets(buckets), catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
+        start=start, until=until, exit_at_end=exit_at_end, select=select, where=list(where),
+        row_kind=row_kind or fmt in CDC_FORMATS, meta=meta, consumer_id=consumer_id, shard=shard,
+        buckets=buckets, catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
         read_workers=read_threads, poll_interval=poll_interval, storage_timeout=storage_timeout,
     ).normalized()  # bad positions fail before the catalog is touched
     out = Output.choose(fmt, force_binary=force_binary)
     fmt = out.fmt
-    delimiter = parse_key_delimiter(key_delimiter)
+    delimiter = key_delimiter
     if not show_stats:
         from ..stream.quick import nothing_to_read
 

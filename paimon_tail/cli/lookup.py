@@ -14,6 +14,7 @@ import click
 from ..errors import UsageError
 from .common import catalog_options, complete_tables, run, security_from_options, security_options
 from .missing import MissingKeys, missing_option
+from .types import Columns, Seconds, Text
 
 ARROW_STREAM_START = b"\xff\xff\xff\xff"  # an Arrow IPC stream's first message starts with this continuation marker
 
@@ -41,11 +42,11 @@ def key_tables(parser, stream: BinaryIO, source: str, keys_format: str):
 @click.argument("table", metavar="DB.TABLE", shell_complete=complete_tables)
 @click.argument("keys", nargs=-1, metavar="KEY ...")
 @catalog_options
-@click.option("--keys-from", metavar="FILE|-", help="Read keys from a file or stdin: JSON lines (objects with the "
+@click.option("--keys-from", metavar="FILE|-", type=Text(), help="Read keys from a file or stdin: JSON lines (objects with the "
               "key columns) or an Arrow IPC stream (with the key columns).")
 @click.option("--keys-format", type=click.Choice(["auto", "jsonl", "arrow"]), default="auto", show_default=True,
               help="Format of --keys-from; auto tells an Arrow IPC stream by its first bytes.")
-@click.option("--select", metavar="COL,COL", help="Columns to print (default: all).")
+@click.option("--select", metavar="COL,COL", type=Columns(), help="Columns to print (default: all).")
 @click.option("--format", "-f", "fmt", default="auto", show_default=True,
               type=click.Choice(["auto", "jsonl", "table", "csv", "tsv", "arrow"]),
               help="auto = table on a terminal, JSON lines otherwise; arrow: an Arrow IPC stream (not to a terminal).")
@@ -53,7 +54,7 @@ def key_tables(parser, stream: BinaryIO, source: str, keys_format: str):
 @missing_option
 @click.option("--min-snapshot", type=click.IntRange(1), default=None,
               help="Wait until the owning executors serve at least this snapshot (bounded by --timeout).")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
+@click.option("--timeout", type=Seconds(0.1, 3600), default=10.0, show_default=True,
               help="Seconds for the whole lookup, retries included (per chunk of --keys-from).")
 @security_options
 def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, force_binary, missing, min_snapshot, timeout,
@@ -67,7 +68,7 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, force_bina
     from ..output.lookup_rows import LookupRows
 
     out = Output.choose(fmt, force_binary=force_binary)
-    columns = [c.strip() for c in select.split(",") if c.strip()] if select else None
+    columns = select  # a list (types.Columns) or None
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     rows = LookupRows(out, MissingKeys(missing))
     if keys and not keys_from:  # the library picks the path (service/client/quick.py: lookup_keys)

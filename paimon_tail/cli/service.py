@@ -6,6 +6,7 @@ import click
 from ..errors import UsageError
 from .common import (catalog_options, complete_tables, run, security_from_options, security_options,
                      store_options)
+from .types import Address, DirPath, Host, KeyValue, Seconds, Text
 
 
 # ------------------------------------------------------------------------------------------------------ serve
@@ -18,17 +19,18 @@ from .common import (catalog_options, complete_tables, run, security_from_option
 @click.option("--channels", type=click.IntRange(1, 4096), default=None,
               help="Routing channels the executors share (Paimon's ChannelComputer over them) [default: "
               "max(16, --executors)].")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--host", default="127.0.0.1", show_default=True, type=Host(),
+              help="Address to bind (loopback by default).")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="Address server port (0 = any free port).")
-@click.option("--advertise", metavar="HOST[:PORT]", default="",
+@click.option("--advertise", metavar="HOST[:PORT]", default="", type=Address(port_required=False, blank_ok=True),
               help="The address clients and executors dial, written to the registration [default: the bound "
               "address; for --host 0.0.0.0 the machine's name, or its address when the name means loopback].")
-@click.option("--local-dir", type=click.Path(file_okay=False),
+@click.option("--local-dir", type=DirPath(),
               help="Where executors keep row files and key indexes (default: a private temp dir, removed on exit).")
-@click.option("--lease", type=click.FloatRange(2, 3600), default=10.0, show_default=True,
+@click.option("--lease", type=Seconds(2, 3600), default=10.0, show_default=True,
               help="Seconds a registration stays valid without a refresh.")
-@click.option("--poll-interval", type=click.FloatRange(min=0.001), metavar="SECONDS",
+@click.option("--poll-interval", type=Seconds(min=0.001), metavar="SECONDS",
               help="Idle polling of each table: one request a poll on object stores [default: 0.3 there; "
               "inotify locally].")
 @click.option("--max-batch-keys", type=click.IntRange(1, 10_000_000), default=100_000, show_default=True,
@@ -44,10 +46,10 @@ from .common import (catalog_options, complete_tables, run, security_from_option
               help="json: one JSON object per line on stderr (for log shippers).")
 @click.option("--spark", "use_spark", is_flag=True,
               help="Run the executors as Spark tasks, one job each (this process is the driver).")
-@click.option("--master", metavar="URL", help="Spark master for --spark (default: Spark's own, e.g. local[*]).")
-@click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
+@click.option("--master", metavar="URL", type=Text(name=True), help="Spark master for --spark (default: Spark's own, e.g. local[*]).")
+@click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE", type=KeyValue(),
               help="Spark setting for --spark (repeatable).")
-@click.option("--spark-start-timeout", type=click.FloatRange(1, 86400), default=120.0, show_default=True,
+@click.option("--spark-start-timeout", type=Seconds(1, 86400), default=120.0, show_default=True,
               metavar="SECONDS", help="--spark: seconds for every executor task to start and join; then serve "
               "ends with the reason (e.g. fewer free cores than --executors).")
 @store_options
@@ -133,26 +135,27 @@ def _spark_launcher(tables, master, spark_conf, host, start_timeout):
 
 # ------------------------------------------------------------------------------------------------------ executor
 @click.command("executor")
-@click.option("--join", "coordinator", required=True, metavar="HOST:PORT[,HOST:PORT…]",
+@click.option("--join", "coordinator", required=True, metavar="HOST:PORT[,HOST:PORT…]", type=Address(many=True),
               help="The running service to join: its address server (the registration's address); several "
               "(an active and its standbys) are tried in turn. After a takeover the executor finds the new active "
               "from the registration.")
 @catalog_options
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--host", default="127.0.0.1", show_default=True, type=Host(),
+              help="Address to bind (loopback by default).")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="Port for lookups (0 = any free port).")
-@click.option("--advertise", metavar="HOST[:PORT]", default="",
+@click.option("--advertise", metavar="HOST[:PORT]", default="", type=Address(port_required=False, blank_ok=True),
               help="The address clients dial [default: the bound address; for --host 0.0.0.0 this machine's address "
               "on the route to the service].")
-@click.option("--local-dir", type=click.Path(file_okay=False),
+@click.option("--local-dir", type=DirPath(),
               help="Where row files and key indexes go (default: a private temp dir, removed on exit).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
               help="Serve this executor's Prometheus metrics on http://HOST:PORT/metrics (0 = any free port).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json: one JSON object per line on stderr (for log shippers).")
-@click.option("--drain-timeout", type=click.FloatRange(0, 3600), default=30.0, show_default=True,
+@click.option("--drain-timeout", type=Seconds(0, 3600), default=30.0, show_default=True,
               help="SIGTERM: seconds to hand the channels over to other executors before leaving.")
-@click.option("--orphan-timeout", type=click.FloatRange(1, 86400), default=30.0, show_default=True,
+@click.option("--orphan-timeout", type=Seconds(1, 86400), default=30.0, show_default=True,
               help="Seconds to keep trying to join again when no coordinator can be reached (answering lookups "
               "from what it holds meanwhile).")
 @store_options
@@ -173,8 +176,6 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
 
     configure(log_format, "executor")
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
-    if any(":" not in c or not c.rsplit(":", 1)[1].isdigit() for c in coordinator.split(",")):
-        raise UsageError(f"bad --join {coordinator!r}", hint="give the service's address as HOST:PORT")
     if not catalog.warehouse:
         raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")
     warning = exposure_warning("executor", host, security)
@@ -204,7 +205,7 @@ def service() -> None:
 @catalog_options
 @click.option("--json", "as_json", is_flag=True,
               help="Print the status as one JSON object (piped, the default is a JSON line per executor).")
-@click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+@click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
               help="Seconds to wait for the service's answer.")
 @security_options
 def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_ca) -> None:

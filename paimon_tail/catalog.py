@@ -149,7 +149,7 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise UsageError(f"catalog option {pair!r} is not key=value")
+            raise UsageError(f"catalog option -O {pair!r} is not key=value")
         out[key.strip()] = value
     return out
 
@@ -180,9 +180,12 @@ def check_option_names(options: dict[str, str], source: str) -> dict[str, str]:
     """Refuse a key pypaimon does not know (``warehous:`` would be ignored, and the catalog opened without it)."""
     if not options.keys() - {"warehouse", "metastore", "uri", "token"}:
         return options
-    known = _known_option_names()
+    known = _known_options()
     for key in options:
-        if key in known or key.startswith(_OPTION_PREFIXES):
+        if key in known:
+            _check_option_value(known[key], key, options[key], source)
+            continue
+        if key.startswith(_OPTION_PREFIXES):
             continue
         import difflib
 
@@ -192,18 +195,29 @@ def check_option_names(options: dict[str, str], source: str) -> dict[str, str]:
     return options
 
 
-def _known_option_names() -> set[str]:
-    """Every option key pypaimon declares (catalog, file system and table options)."""
+def _check_option_value(option, key: str, value: str, source: str) -> None:
+    """A value pypaimon cannot read as its option's type (a size, a duration, a number, a boolean) is refused
+    now, naming the option: pypaimon reads it later, deep in a read, and says only what it expected."""
+    from pypaimon.common.options.options_utils import OptionsUtils
+
+    try:
+        OptionsUtils.convert_value(value, option.get_clazz())
+    except Exception as e:  # noqa: BLE001 - whatever pypaimon's parser raises is a bad value
+        raise UsageError(f"bad value for catalog option {key}={value!r} in {source}: {_one_line(e)}") from None
+
+
+def _known_options() -> dict:
+    """Every option pypaimon declares (catalog, file system and table options), by key."""
     import inspect
 
     from pypaimon.common.options import config, core_options
     from pypaimon.common.options.config_option import ConfigOption
 
-    keys = set()
+    known = {}
     for module in (config, core_options):
         for _, cls in inspect.getmembers(module, inspect.isclass):
-            keys.update(v.key() for v in vars(cls).values() if isinstance(v, ConfigOption))
-    return keys
+            known.update((v.key(), v) for v in vars(cls).values() if isinstance(v, ConfigOption))
+    return known
 
 
 def split_identifier(identifier: str) -> tuple[str, str]:

@@ -8,15 +8,15 @@ import click
 from ..catalog import CatalogConfig
 from ..errors import PaimonTailError, UsageError
 from .common import catalog_options, complete_tables
-from .types import Text
+from .types import SNAPSHOT_ID_MAX, ConsumerId
 
 
 @click.command("consumers")
 @click.argument("table", shell_complete=complete_tables)
 @catalog_options
-@click.option("--reset", "reset_id", metavar="ID", type=Text(name=True), help="Set consumer ID's position (with --to).")
-@click.option("--to", "to_snapshot", type=click.IntRange(min=1), metavar="N", help="Next snapshot for --reset.")
-@click.option("--delete", "delete_id", metavar="ID", type=Text(name=True), help="Delete consumer ID.")
+@click.option("--reset", "reset_id", metavar="ID", type=ConsumerId(), help="Set consumer ID's position (with --to).")
+@click.option("--to", "to_snapshot", type=click.IntRange(1, SNAPSHOT_ID_MAX), metavar="N", help="Next snapshot for --reset.")
+@click.option("--delete", "delete_id", metavar="ID", type=ConsumerId(), help="Delete consumer ID.")
 @click.option("--json", "as_json", is_flag=True, help="List as JSON lines.")
 def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str], to_snapshot: Optional[int],
                       delete_id: Optional[str], as_json: bool) -> None:

@@ -10,7 +10,7 @@ from ..catalog import CatalogConfig
 from ..errors import UsageError
 from ..output.formats import CDC_FORMATS, FORMATS
 from .common import catalog_options, complete_tables, run
-from .types import Buckets, Columns, Delimiter, Seconds, Shard, Text
+from .types import Buckets, Columns, ConsumerId, Delimiter, Seconds, Shard, Text
 
 
 def format_option(f):
@@ -43,7 +43,7 @@ def format_option(f):
               "column (pushed down; repeated: all must hold).")
 @click.option("--row-kind", is_flag=True, help="Add _row_kind (+I/-U/+U/-D).")
 @click.option("--meta", is_flag=True, help="Add _snapshot_id, _commit_time, _bucket, _partition.")
-@click.option("--consumer-id", metavar="ID", type=Text(name=True), help="Keep progress in Paimon's consumer file; resume on restart.")
+@click.option("--consumer-id", metavar="ID", type=ConsumerId(), help="Keep progress in Paimon's consumer file; resume on restart.")
 @click.option("--shard", metavar="I/N", type=Shard(), help="Read the buckets b with b % N == I (parallel consumers).")
 @click.option("--buckets", metavar="LIST", type=Buckets(), help="Read only these buckets, e.g. 0,3.")
 @click.option("--catch-up", type=click.Choice(["replay", "diff"]), default="replay", show_default=True,

@@ -14,7 +14,7 @@ import click
 from ..errors import UsageError
 from .common import catalog_options, complete_tables, run, security_from_options, security_options
 from .missing import MissingKeys, missing_option
-from .types import Columns, Seconds, Text
+from .types import SNAPSHOT_ID_MAX, Columns, Seconds, Text
 
 ARROW_STREAM_START = b"\xff\xff\xff\xff"  # an Arrow IPC stream's first message starts with this continuation marker
 
@@ -52,7 +52,7 @@ def key_tables(parser, stream: BinaryIO, source: str, keys_format: str):
               help="auto = table on a terminal, JSON lines otherwise; arrow: an Arrow IPC stream (not to a terminal).")
 @click.option("--force-binary", is_flag=True, help="Write -f arrow even when stdout is a terminal.")
 @missing_option
-@click.option("--min-snapshot", type=click.IntRange(1), default=None,
+@click.option("--min-snapshot", type=click.IntRange(1, SNAPSHOT_ID_MAX), default=None,
               help="Wait until the owning executors serve at least this snapshot (bounded by --timeout).")
 @click.option("--timeout", type=Seconds(0.1, 3600), default=10.0, show_default=True,
               help="Seconds for the whole lookup, retries included (per chunk of --keys-from).")

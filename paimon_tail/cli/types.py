@@ -50,6 +50,30 @@ class Text(click.ParamType):
         return value
 
 
+class ConsumerId(Text):
+    """A consumer's id, as Paimon takes it (no path separator, not ``.`` or ``..``) and as a file name can hold it
+    (``consumer-<id>``: 255 bytes), without control characters."""
+
+    name = "id"
+
+    def __init__(self) -> None:
+        super().__init__(name=True)
+
+    def convert(self, value: Any, param, ctx) -> Any:
+        value = super().convert(value, param, ctx)
+        if isinstance(value, str):
+            if "/" in value or "\\" in value or value in (".", ".."):
+                self.fail(f"{_shown(value)}: a consumer id is a file name (no / or \\, not . or ..)", param, ctx)
+            if len(value.encode("utf-8", "surrogateescape")) > MAX_CONSUMER_ID_BYTES:
+                self.fail(f"{_shown(value[:40])}… is longer than a consumer id can be ({MAX_CONSUMER_ID_BYTES} "
+                          "bytes: its file name holds it)", param, ctx)
+        return value
+
+
+MAX_CONSUMER_ID_BYTES = 255 - len("consumer-")
+SNAPSHOT_ID_MAX = (1 << 63) - 1  # a Java long, as Paimon keeps snapshot ids
+
+
 class Columns(click.ParamType):
     """``a,b,c``: column names, each once (a column named twice would be two columns of one name). Empty items
     (a trailing comma) are skipped; no column at all is refused."""
@@ -279,5 +303,5 @@ class DirPath(click.Path):
         return super().convert(value, param, ctx)
 
 
-__all__ = ["Address", "Buckets", "Columns", "Delimiter", "DirPath", "FilePath", "Host", "KeyValue", "Seconds",
+__all__ = ["Address", "Buckets", "Columns", "ConsumerId", "MAX_CONSUMER_ID_BYTES", "SNAPSHOT_ID_MAX", "Delimiter", "DirPath", "FilePath", "Host", "KeyValue", "Seconds",
            "Shard", "Text", "address_problem", "host_problem", "split_host_port"]

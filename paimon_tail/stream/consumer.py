@@ -29,6 +29,8 @@ class ConsumerStore:
             validate_consumer_id(consumer_id)
         except ValueError as e:
             raise UsageError(f"bad consumer id {consumer_id!r}: {e}") from None
+        if len(f"consumer-{consumer_id}".encode("utf-8", "surrogateescape")) > 255:  # one file name
+            raise UsageError(f"bad consumer id {consumer_id[:40]!r}…: longer than its file name can be (246 bytes)")
         return consumer_id
 
     def path(self, consumer_id: str) -> str:

@@ -61,23 +61,36 @@ class ResolvedStart:
     full_snapshot_id: Optional[int] = None
 
 
+_YEARS_1_TO_9999_MS = (-62135596800000, 253402300799999)  # what a timestamp can be: datetime's range, as ms
+
+
 def parse_timestamp(text: str) -> int:
     """ISO-8601 (naive means local time, like Paimon's scan.timestamp) or epoch milliseconds → epoch ms."""
     text = text.strip()
     if re.fullmatch(r"\d{10,}", text):
-        return int(text)
+        return _in_range(int(text), text)
     m = _DURATION.match(text)
     if m:
-        return int(time.time() * 1000 - float(m.group(1)) * _UNITS_MS[m.group(2)])
+        return _in_range(int(time.time() * 1000 - float(m.group(1)) * _UNITS_MS[m.group(2)]), text)
     try:
         parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(
             f"bad timestamp {text!r}", hint="use ISO-8601 like 2026-11-01T12:00:00, epoch milliseconds, or -15m"
         ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.astimezone()  # local time zone, as Paimon does
-    return int(parsed.timestamp() * 1000)
+    try:
+        if parsed.tzinfo is None:
+            parsed = parsed.astimezone()  # local time zone, as Paimon does
+        return _in_range(int(parsed.timestamp() * 1000), text)
+    except (OverflowError, OSError, ValueError):  # the first or last days of year 1 or 9999 in another zone
+        raise UsageError(f"bad timestamp {text!r}: out of range (years 1 to 9999)") from None
+
+
+def _in_range(ms: int, text: str) -> int:
+    low, high = _YEARS_1_TO_9999_MS
+    if not low <= ms <= high:
+        raise UsageError(f"bad timestamp {text!r}: out of range (years 1 to 9999)")
+    return ms
 
 
 def _snapshot_number(text: str, what: str) -> int:

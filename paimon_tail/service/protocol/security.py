@@ -38,9 +38,34 @@ def load_token(token_file: Optional[str] = None, token: Optional[str] = None) ->
         text = data.decode("utf-8", "replace").strip()
         if not text:
             raise UsageError(f"token file {token_file} is empty")
-        return text
+        return _checked_token(text, f"token file {token_file}")
     env = os.environ.get(TOKEN_ENV, "").strip()
-    return env or None
+    return _checked_token(env, TOKEN_ENV) if env else None
+
+
+def _checked_token(text: str, source: str) -> str:
+    """A bearer token travels in a gRPC header: visible ASCII only (anything else fails every call, later)."""
+    if not all("!" <= c <= "~" for c in text):
+        raise UsageError(f"{source} does not hold a bearer token: a token is printable ASCII without spaces")
+    return text
+
+
+def _check_tls_files(cert: Optional[str], key: Optional[str], ca: Optional[str]) -> None:
+    """The TLS files hold what they are for, checked by OpenSSL now: gRPC would find out at the first connection,
+    in its own log lines, and fail every call."""
+    import ssl
+
+    if ca:
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=ca)
+        except (ssl.SSLError, ValueError) as e:
+            raise UsageError(f"--tls-ca {ca} holds no PEM certificate ({getattr(e, 'reason', None) or e})") from None
+    if cert and key:
+        try:  # an encrypted key is refused (no pass phrase to give), never prompted for
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(cert, key, password=b"")
+        except (ssl.SSLError, ValueError) as e:
+            raise UsageError(f"--tls-cert {cert} and --tls-key {key} are not a PEM certificate and its private key "
+                             f"({getattr(e, 'reason', None) or e})") from None
 
 
 @dataclass(frozen=True)
@@ -57,6 +82,7 @@ class Security:
         for path, what in ((tls_cert, "--tls-cert"), (tls_key, "--tls-key"), (tls_ca, "--tls-ca")):
             if path:
                 _read(path, what)
+        _check_tls_files(tls_cert, tls_key, tls_ca)
         return cls(load_token(token_file, token), tls_cert, tls_key, tls_ca)
 
     @property

@@ -72,6 +72,11 @@ def _storage_error(e: BaseException, context: str, file_io) -> PaimonTailError:
     diagnosis = diagnose(e, endpoint_of(file_io) if file_io is not None else "the object store")
     if diagnosis is not None:
         return StorageError(f"{context}: {diagnosis.message}")
+    from .storage.errors import chain
+
+    named = next((c for c in chain(e) if isinstance(c, PaimonTailError)), None)
+    if named is not None:  # e.g. a schema file that cannot be read (storage/files.py): its message names it
+        return named
     return WarehouseError(f"{context}: {root_cause(e)}")
 
 

@@ -57,6 +57,20 @@ class SnapshotGap(SnapshotExpired):
         self.next_available = next_available
 
 
+class SnapshotMissing(SnapshotGap):
+    """A snapshot file is gone from the middle of the table's history (a later one is there): not expiration, which
+    removes the oldest first, but a deletion or a copy that missed it. Rows in it would be lost silently."""
+
+    def __init__(self, missing: int, next_available: int, path: str) -> None:
+        PaimonTailError.__init__(
+            self, f"snapshot {missing} is missing: {safe_text(path)} does not exist, though snapshot "
+            f"{next_available} does",
+            hint="rows in it are lost to this follower; rerun with --on-gap skip to continue from snapshot "
+            f"{next_available}")
+        self.first_missing = missing
+        self.next_available = next_available
+
+
 class TableChanged(PaimonTailError):
     """The followed table was dropped or replaced under us."""
 
@@ -74,6 +88,11 @@ class UnreadableFile(PaimonTailError):
         self.what = what
         self.path = path
         self.problem = problem
+
+
+class MissingFile(UnreadableFile, FileNotFoundError):
+    """A file the table's metadata names is not there (deleted, or never copied). Still a ``FileNotFoundError`` for
+    code that waits for or skips missing files."""
 
 
 class OutputClosed(Exception):
@@ -101,6 +120,13 @@ def library_failure(e: BaseException) -> PaimonTailError | None:
     None for anything else (a bug)."""
     if isinstance(e, PaimonTailError):
         return e
+    inner = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    seen = {id(e)}
+    while inner is not None and id(inner) not in seen:  # a library wrapped one of ours: ours says it
+        if isinstance(inner, PaimonTailError):
+            return inner
+        seen.add(id(inner))
+        inner = inner.__cause__ or (None if inner.__suppress_context__ else inner.__context__)
     for cls in type(e).__mro__:
         for module, name, family in _LIBRARY_FAMILIES:
             if cls.__name__ == name and cls.__module__ == module:

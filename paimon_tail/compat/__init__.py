@@ -18,7 +18,7 @@ from typing import List
 
 # imported by install(): each patches pypaimon's read path, which a command that never reads files must not load
 _SHIMS = ("value_stats_cols", "orc_char_padding", "s3_client", "known_size_reads", "prefetched_reads",
-          "schema_reads", "streaming_split_order", "metadata_cache")
+          "schema_reads", "streaming_split_order", "metadata_cache", "file_errors")
 
 _lock = threading.Lock()
 _installed: List[str] = []

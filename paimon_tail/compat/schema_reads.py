@@ -18,6 +18,7 @@ from __future__ import annotations
 from pypaimon.schema.schema_manager import SchemaManager
 from pypaimon.schema.table_schema import TableSchema
 
+from ..storage.files import reading
 from ..storage.s3 import read_text
 
 NAME = "schema_reads"
@@ -39,10 +40,12 @@ def _list_versioned_files(self):
 
 def get_schema(self, schema_id: int):
     if schema_id not in self.schema_cache:
-        text = read_text(self.file_io, self._to_schema_path(schema_id))
-        if text is None:
-            return None
-        self.schema_cache[schema_id] = TableSchema.from_json(text)
+        path = self._to_schema_path(schema_id)
+        with reading("schema", path):  # an empty, cut or overwritten schema file is named (storage/files.py)
+            text = read_text(self.file_io, path)
+            if text is None:
+                return None
+            self.schema_cache[schema_id] = TableSchema.from_json(text)
     return self.schema_cache[schema_id]
 
 

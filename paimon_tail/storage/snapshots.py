@@ -16,6 +16,7 @@ from typing import List, Optional
 from pypaimon.common.json_util import JSON
 from pypaimon.snapshot.snapshot import Snapshot
 
+from .files import reading
 from .s3 import read_text
 
 
@@ -33,19 +34,22 @@ class SnapshotFiles:
     # -- single files -------------------------------------------------------------------------------------
     def read(self, snapshot_id: int) -> Optional[Snapshot]:
         """Snapshot ``snapshot_id``, or None if it does not exist (not committed yet, or expired)."""
-        text = self._read_text(self.manager.get_snapshot_path(snapshot_id))
-        if text is None:
-            return None
-        snapshot = JSON.from_json(text, Snapshot)
+        path = self.manager.get_snapshot_path(snapshot_id)
+        with reading("snapshot", path):  # empty, cut short, not JSON: named (storage/files.py)
+            text = self._read_text(path)
+            if text is None:
+                return None
+            snapshot = JSON.from_json(text, Snapshot)
         self._saw(snapshot)
         return snapshot
 
     def hint(self, name: str) -> Optional[int]:
-        """The ``EARLIEST`` or ``LATEST`` hint file's snapshot id (writers keep them; they may lag)."""
-        text = self._read_text(f"{self.manager.snapshot_dir}/{name}")
+        """The ``EARLIEST`` or ``LATEST`` hint file's snapshot id (writers keep them; they may lag). An unreadable
+        hint (empty, not a number, not text) is no hint, as Paimon reads one: the snapshot files decide."""
         try:
+            text = self._read_text(f"{self.manager.snapshot_dir}/{name}")
             return int(text.strip()) if text and text.strip() else None
-        except ValueError:
+        except (ValueError, IsADirectoryError):  # UnicodeDecodeError is a ValueError
             return None
 
     def _read_text(self, path: str) -> Optional[str]:

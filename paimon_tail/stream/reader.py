@@ -16,6 +16,8 @@ from typing import AsyncIterator, Iterator, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from ..concurrency import drain
+from ..storage.errors import diagnose
+from ..storage.files import broken_file
 from ..storage.retry import StorageRetry
 
 _DONE = object()
@@ -29,10 +31,17 @@ def split_batches(table_read, splits: Sequence, rows: Optional[int] = None) -> I
     """Blocking iterator of the non-empty batches of ``splits`` (also used by the service's bucket mirror); with
     ``rows``, smaller batches are put together up to that many rows (pypaimon's Rust reader hands out 1,024 rows at a
     time whatever ``read.batch-size`` says: 20,000 batches for a 20M-row table, each a hand-off and a write)."""
-    reader = table_read.to_arrow_batch_reader(list(splits))
+    reader = None
     try:
+        reader = table_read.to_arrow_batch_reader(list(splits))
         batches = (batch for batch in reader if batch.num_rows)
         yield from (batches if not rows else coalesced(batches, rows))
+    except Exception as e:
+        if diagnose(e) is None:  # not storage (retry.py waits that out): a file of the splits may be broken
+            named = broken_file(table_read.table.file_io, splits, e)
+            if named is not None and named is not e:
+                raise named from e
+        raise
     finally:
         close = getattr(reader, "close", None)
         if close is not None:

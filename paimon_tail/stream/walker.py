@@ -22,7 +22,7 @@ import time
 from typing import AsyncIterator, List, Optional
 
 from ..atomic_file import local_path
-from ..errors import SnapshotGap
+from ..errors import SnapshotGap, SnapshotMissing
 from ..storage.retry import StorageRetry
 from .notify import ChangeNotifier, notifier_for
 from .planner import SnapshotPlanner
@@ -92,10 +92,15 @@ class SnapshotWalker:
         return []
 
     async def _check(self, next_id: int) -> None:
-        """``next_id`` is not there: caught up (the usual case), expired under us, or the table is gone."""
+        """``next_id`` is not there: caught up (the usual case), expired under us, deleted from the middle of the
+        history (the next one is there: commits come in order, expiration takes the oldest), or the table is gone."""
         earliest = await self.retry.call(self.planner.earliest_id)
         if earliest is not None and earliest > next_id:
             raise SnapshotGap(next_id, earliest)
+        files = self.planner.files
+        if earliest is not None and await self.retry.call(files.read, next_id + 1) is not None \
+                and await self.retry.call(files.read, next_id) is None:  # (read again: it may have come meanwhile)
+            raise SnapshotMissing(next_id, next_id + 1, files.manager.get_snapshot_path(next_id))
         table = self.planner.table
         if earliest is None and not await self.retry.call(self.planner.files.table_exists, table.table_schema.id):
             from ..catalog import reload_table

@@ -88,7 +88,7 @@ def read_versioned(file_io, path: str):
     local = local_path(path)
     if local is not None:
         try:
-            with open(local, encoding="utf-8") as f:
+            with open(local, encoding="utf-8", errors="surrogateescape") as f:  # not UTF-8: not ours, replaceable
                 text = f.read()
         except FileNotFoundError:
             return None, None
@@ -98,7 +98,7 @@ def read_versioned(file_io, path: str):
     client = S3Client.for_file_io(file_io)
     if client is not None:
         data, etag = client.get_versioned(*split_path(file_io, path))
-        return (data.decode("utf-8"), etag) if data is not None else (None, None)
+        return (data.decode("utf-8", "surrogateescape"), etag) if data is not None else (None, None)
     try:
         text = file_io.read_file_utf8(path) if file_io.exists(path) else None
     except FileNotFoundError:
@@ -122,7 +122,7 @@ def replace_if(file_io, path: str, text: str, version) -> object:
     if local is not None:
         with _locked(local):
             try:
-                with open(local, encoding="utf-8") as f:
+                with open(local, encoding="utf-8", errors="surrogateescape") as f:
                     current = f.read()
             except FileNotFoundError:
                 current = None
@@ -156,7 +156,7 @@ def remove_if(file_io, path: str, version) -> None:
     if local is not None:
         with _locked(local):
             try:
-                with open(local, encoding="utf-8") as f:
+                with open(local, encoding="utf-8", errors="surrogateescape") as f:
                     if f.read() != version:
                         return
                 os.unlink(local)

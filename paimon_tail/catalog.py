@@ -130,15 +130,26 @@ def _local_dir_problem(path: str) -> str | None:
     return None
 
 
+_CONFIG_MAX = 1 << 20
+
+
 def load_config_file(path: str) -> dict[str, str]:
     """Read a pypaimon-style YAML catalog config file."""
     import yaml
 
     try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
+        with open(path, "rb") as f:
+            raw = f.read(_CONFIG_MAX + 1)  # a device or a huge file by mistake is not read to the end
+        if len(raw) > _CONFIG_MAX:
+            raise UsageError(f"config file {path} is larger than {_CONFIG_MAX >> 20} MiB: not a catalog config")
+        data = yaml.safe_load(raw.decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(f"config file {path} not found") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"config file {path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at {e.start})") \
+            from None
+    except OSError as e:
+        raise UsageError(f"cannot read config file {path}: {e.strerror or e}") from None
     except yaml.YAMLError as e:
         raise UsageError(f"config file {path} is not valid YAML: {_one_line(e)}") from None
     if data is None:

@@ -24,6 +24,8 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import pyarrow as pa
 
+from ..storage.files import reading
+
 SEQUENCE = "_SEQUENCE_NUMBER"
 KIND = "_VALUE_KIND"
 #: _VALUE_KIND values that take a key away (Paimon's RowKind: -U = 1, -D = 3)
@@ -70,11 +72,13 @@ class KeyValueFiles:
         ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``; the key columns appear once, under their own names."""
         columns = list(columns) if columns is not None else self.value_names
         read, names = self._split_read(ref, columns)
-        reader = read.file_reader_supplier(ref.meta, True, names, False)
+        with reading("data file", str(ref.meta.external_path or ref.meta.file_path)):
+            reader = read.file_reader_supplier(ref.meta, True, names, False)
         keep = [*columns, SEQUENCE, KIND]
         try:
             while True:
-                batch = reader.read_arrow_batch()
+                with reading("data file", str(ref.meta.external_path or ref.meta.file_path)):
+                    batch = reader.read_arrow_batch()
                 if batch is None:
                     break
                 if batch.num_rows:
@@ -95,7 +99,7 @@ class KeyValueFiles:
         file_io = self.table.file_io
         wanted = [f"_KEY_{k}" for k in self.key_names] + [SEQUENCE, KIND]
         fs_path = file_io.to_filesystem_path(path)
-        with file_io.filesystem.open_input_file(fs_path) as source:
+        with reading("data file", path), file_io.filesystem.open_input_file(fs_path) as source:
             if fmt == "parquet":
                 import pyarrow.parquet as pq
 

@@ -57,6 +57,10 @@ def _classify(e: BaseException) -> Optional[str]:
         return "it is not a Parquet file (cut short or overwritten?)"
     if "range exceeds content length" in low or "unexpected end" in low or "truncated" in low:
         return "it ends early: cut short?"
+    if "paimon data invalid" in low or "invalid magic number" in low or "size not match" in low:
+        return f"it is not what this kind of file holds ({text})"
+    if isinstance(e, KeyError) and e.args:
+        return f"it has no {e.args[0]!r} (not what this kind of file holds)"
     if isinstance(e, (KeyError, TypeError, AttributeError)):
         return f"it is not what this kind of file holds ({type(e).__name__}: {text})"
     return None

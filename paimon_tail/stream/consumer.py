@@ -14,7 +14,11 @@ from pypaimon.consumer.consumer_manager import ConsumerManager
 
 from ..atomic_file import remove_file, write_text_atomic
 from ..compat.consumer_files import consumer_directory, consumer_path, validate_consumer_id
-from ..errors import PaimonTailError, SnapshotExpired, UsageError
+from ..errors import PaimonTailError, SnapshotExpired, UnreadableFile, UsageError
+from ..storage.files import reading
+from ..storage.s3 import read_text
+
+_LONG_MAX = (1 << 63) - 1  # snapshot ids are Java longs
 
 
 class ConsumerStore:
@@ -37,12 +41,31 @@ class ConsumerStore:
         return consumer_path(self.manager, self.validate_id(consumer_id))
 
     def get(self, consumer_id: str) -> Optional[int]:
-        """The next snapshot this consumer will read, or None if it has no position yet."""
-        consumer = self.manager.consumer(self.validate_id(consumer_id))
-        return consumer.next_snapshot if consumer else None
+        """The next snapshot this consumer will read, or None if it has no position yet. A file that does not hold
+        a position (empty, cut short, not JSON, no ``nextSnapshot`` number) is named, never read as none."""
+        return self._read(self.validate_id(consumer_id))
 
     def all(self) -> Dict[str, int]:
-        return dict(sorted(self.manager.consumers().items()))
+        positions = {}
+        for consumer_id in self.manager.list_all_ids():
+            position = self._read(consumer_id)
+            if position is not None:
+                positions[consumer_id] = position
+        return dict(sorted(positions.items()))
+
+    def _read(self, consumer_id: str) -> Optional[int]:
+        # pypaimon's Consumer.from_path retries a file it cannot parse for 2 s, then raises a bare RuntimeError
+        path = consumer_path(self.manager, consumer_id)
+        table = getattr(getattr(self.table, "identifier", None), "get_full_name", lambda: "TABLE")()
+        hint = f"reset it with: paimon-tail consumers {table} --reset {consumer_id} --to N, or --delete it"
+        with reading("consumer file", path, hint=hint):
+            text = read_text(self.file_io, path)
+            if text is None:
+                return None
+            position = json.loads(text)["nextSnapshot"]
+        if isinstance(position, bool) or not isinstance(position, int) or not 0 < position <= _LONG_MAX:
+            raise UnreadableFile("consumer file", path, f"nextSnapshot {position!r} is not a snapshot id", hint=hint)
+        return position
 
     def set(self, consumer_id: str, next_snapshot: int) -> None:
         content = json.dumps({"nextSnapshot": int(next_snapshot)})

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from ..catalog import table_name
-from ..errors import SnapshotExpired, SnapshotGap, TableChanged, UsageError
+from ..errors import PaimonTailError, SnapshotExpired, SnapshotGap, TableChanged, UsageError
 from ..storage.prefetch import Prefetcher
 from ..storage.retry import StorageRetry
 from ..storage.snapshots import SnapshotFiles
@@ -262,6 +262,14 @@ class Schedule:
                         f"(earliest kept is {earliest})",
                         hint=f"reset it with: paimon-tail consumers {table_name(self.reads.table)} --reset "
                         f"{o.consumer_id} --to {earliest}",
+                    )
+                latest = await self.retry.call(self.planner.files.latest)
+                if latest is not None and position > latest.id + 1:  # a rollback, or a file written by hand
+                    raise PaimonTailError(
+                        f"consumer {o.consumer_id} is at snapshot {position}, beyond the next one to be committed "
+                        f"(latest is {latest.id}): it would wait for snapshots that may never come",
+                        hint=f"reset it with: paimon-tail consumers {table_name(self.reads.table)} --reset "
+                        f"{o.consumer_id} --to {latest.id + 1}",
                     )
                 return ResolvedStart(next_snapshot_id=position)
         resolved = await self.retry.call(resolve_start, o.start, self.planner.files)

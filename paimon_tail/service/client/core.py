@@ -131,9 +131,11 @@ def raise_final(error: grpc.RpcError, who: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ discovery
-def check_registration(reg: Optional[regmod.Registration], table: str, tls: bool, token: bool) -> regmod.Registration:
+def check_registration(reg: Optional[regmod.Registration], table: str, tls: bool, token: bool,
+                       unreadable: Optional[str] = None) -> regmod.Registration:
+    """``unreadable``: what is wrong with a registration file that is there but is not one (named in the error)."""
     if reg is None:
-        raise ServiceError(f"no query service is registered for {table}",
+        raise ServiceError(f"no query service is registered for {table}" + (f": {unreadable}" if unreadable else ""),
                            hint=f"start one with: paimon-tail serve {table}")
     if reg.tls and not tls:
         raise ServiceError(f"the service for {table} uses TLS",

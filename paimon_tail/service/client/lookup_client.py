@@ -214,8 +214,17 @@ class LookupClient:
         return self._route
 
     def _registration(self) -> regmod.Registration:
-        reg = regmod.parse(self.meta.read_text(regmod.SERVICE_FILE))
-        return check_registration(reg, self.name, self.security.tls, bool(self.security.token))
+        try:
+            text = self.meta.read_text(regmod.SERVICE_FILE)
+            why = regmod.problem_of(text)
+        except ValueError as e:  # not UTF-8
+            from ...storage.files import problem
+
+            text, why = None, problem(e)
+        reg = regmod.parse(text)
+        unreadable = f"its registration file {self.meta.path}/{regmod.SERVICE_FILE} {why.replace('it ', '', 1)}" \
+            if reg is None and why else None
+        return check_registration(reg, self.name, self.security.tls, bool(self.security.token), unreadable)
 
     # -- async transport ----------------------------------------------------------------------------------
     def _channel(self, address: str) -> grpc.aio.Channel:

@@ -172,7 +172,7 @@ class TableScanner:
             raise
         except BaseException as e:  # surfaced by the service (status, logs) — never silent
             self.error = e
-            log.exception("scanner for %s stopped", self.name)
+            log.error("scanner for %s stopped: %s", self.name, e, exc_info=log.isEnabledFor(logging.DEBUG))
             raise
         finally:
             self.walker.close()

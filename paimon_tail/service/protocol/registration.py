@@ -132,17 +132,32 @@ def read(table) -> Optional[Registration]:
     return parse(text)
 
 
+def problem_of(text: Optional[str]) -> Optional[str]:
+    """Why ``text`` (a registration file's) is not a registration, in words; None when it is one or there is none.
+    Such a file is treated as no registration (a coordinator replaces it); clients say why."""
+    if text is None:
+        return None
+    try:
+        Registration.from_json(text)
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        from ...storage.files import problem
+
+        return "it is not a paimon-tail registration" if str(e) == "not a paimon-tail registration" else problem(e)
+    return None
+
+
 def parse(text: Optional[str]) -> Optional[Registration]:
     """A registration from the file's text; None for no file or one that is not ours (or torn)."""
     if text is None:
         return None
     try:
         return Registration.from_json(text)
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
 __all__ = ["Conflict", "FORMAT", "Registration", "SERVICE_FILE", "SERVICE_ID", "new_service_id", "now_ms", "parse",
+           "problem_of",
            "read", "read_versioned", "remove", "remove_if_ours", "service_path", "write", "write_if"]
 
 

@@ -25,9 +25,15 @@ def _read(path: Optional[str], what: str) -> Optional[bytes]:
         return None
     try:
         with open(path, "rb") as f:
-            return f.read()
+            data = f.read(_MAX_FILE + 1)  # a device given by mistake is not read to the end
     except OSError as e:
         raise UsageError(f"cannot read {what} {path}: {e.strerror}") from None
+    if len(data) > _MAX_FILE:
+        raise UsageError(f"{what} {path} is larger than {_MAX_FILE >> 20} MiB: more than any certificate, key or token")
+    return data
+
+
+_MAX_FILE = 1 << 20
 
 
 def load_token(token_file: Optional[str] = None, token: Optional[str] = None) -> Optional[str]:

@@ -358,8 +358,8 @@ def runs_until_stopped(case: Case) -> bool:
         return True
     if case.path == ("demo",):
         return not (v.get("no_follow") is True or v.get("stop_writer") is True)
-    if case.path == ("follow",):
-        return not (v.get("exit_at_end") is True or v.get("until") or v.get("max_rows"))
+    if case.path == ("follow",):  # -n alone waits for its rows: a live follow until they come
+        return not (v.get("exit_at_end") is True or v.get("until"))
     return False
 
 

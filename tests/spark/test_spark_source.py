@@ -354,3 +354,34 @@ def test_stream_writer_commit_twice_same_batch_id(spark, wh):
     assert len(_pypaimon_rows(table)) == 5
     writer2.commit([writer2.write(iter([batch]))], 8)
     assert len(_pypaimon_rows(open_table("db.twice", warehouse=wh))) == 10
+
+
+# -- corrupt files (docs/errors.md#corrupt-files; the commands' side: tests/reliability/test_corrupt_files.py) ------
+@pytest.mark.parametrize("kind, mode", [("snapshot", "truncated"), ("manifest", "garbage"), ("data file", "deleted")])
+def test_corrupt_files_are_named_by_the_source(spark, tmp_path, kind, mode):
+    """A batch read and a stream of a table with a broken file fail with the line that names the file and what is
+    wrong with it (in Spark's error), never with fewer rows."""
+    from tests.reliability.test_corrupt_files import _delta_manifest_list, _newest, _snapshot, corrupt
+
+    wh = str(tmp_path / "wh")
+    _catalog(wh).create_database("db", True)
+    table, schema = _pk_table(wh, "kv")
+    _history(table, schema)
+    t = f"{wh}/db.db/kv"
+    path = {"snapshot": lambda: _snapshot(t, "latest"), "manifest list": lambda: _delta_manifest_list(t),
+            "manifest": lambda: _newest(f"{t}/manifest/manifest-[0-9a-f]*"),
+            "data file": lambda: _newest(f"{t}/bucket-*/data-*")}[kind]()
+    corrupt(path, mode)
+    with pytest.raises(Exception) as batch:
+        _read(spark, wh).load("db.kv").collect()
+    assert f"cannot read {kind} {path}: " in str(batch.value), str(batch.value)[-3000:]
+    q = (_stream(spark, wh, "db.kv", **{"from": "earliest"}).writeStream.format("memory")
+         .queryName(f"corrupt_{kind.replace(' ', '_')}_{mode}").trigger(availableNow=True)
+         .option("checkpointLocation", str(tmp_path / "cp")).start())
+    try:
+        q.awaitTermination(180)
+    except Exception as e:  # noqa: BLE001 - the query's failure, as Spark reports it
+        failure = str(e)
+    else:
+        failure = str(q.exception())
+    assert f"cannot read {kind} {path}: " in failure, failure[-3000:]

@@ -65,9 +65,9 @@ class Output:
     @property
     def console(self):
         if self._console is None:
-            from rich.console import Console
+            from .pipe_console import PipeConsole
 
-            self._console = Console(file=self._stream)
+            self._console = PipeConsole(file=self._stream)
         return self._console
 
     def say(self, markup: str) -> None:

@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .base import Renderer
+from .pipe_console import PipeConsole
 from .status import Pace, state
 from .terminal_tables import GAP, Lines, aligned, fitting_columns, hidden_note, natural_width, RecordLines, rule, width_of
 from .plain import text
@@ -186,7 +187,7 @@ def _progress(stats: Any, width: int) -> Optional[ProgressBar]:
 class LiveTableRenderer(Renderer):
     def __init__(self, stats: Any = None, title: str = "", console: Optional[Console] = None,
                  max_rows: Optional[int] = None, auto_start: bool = True) -> None:
-        self.console = console or Console()
+        self.console = console or PipeConsole()
         super().__init__(self.console.file)
         self.stats = stats
         self.title = title
@@ -314,7 +315,7 @@ class ScrollingTableRenderer(Renderer):
 
     def __init__(self, stats: Any = None, title: str = "", console: Optional[Console] = None,
                  many_tables: bool = False) -> None:
-        self.console = console or Console()
+        self.console = console or PipeConsole()
         super().__init__(self.console.file)
         self.stats = stats
         self.title = title

@@ -114,13 +114,16 @@ def world(tmp_path_factory, certs):  # noqa: F811
     wh.create("log", PLAIN_SCHEMA)
     for c in range(3):
         wh.write("log", [{"k": c * 10 + i, "v": f"l{c}", "op": "+I"} for i in range(5)])
+    wh.create("big", PLAIN_SCHEMA, primary_keys=["k"], bucket=2)  # more than a pipe holds, in any format
+    wh.write("big", [{"k": k, "v": f"value-{k}", "op": "+I"} for k in range(5000)])
     wh.create("srv", PLAIN_SCHEMA, primary_keys=["k"], bucket=2)
     wh.write("srv", [{"k": k, "v": "s", "op": "+I"} for k in range(10)])
-    svc = ServeProcess(wh.path, ["db.kv"], executors=1).wait_ready()
+    svc = ServeProcess(wh.path, ["db.kv", "db.big"], executors=1).wait_ready()
     address = next(re.search(r" at (\S+:\d+)", line).group(1) for line in svc.lines if " at " in line)
     files = {"dir": d / "a-directory", "empty": d / "empty", "binary": d / "binary", "text": d / "text.txt",
              "yaml-list": d / "list.yaml", "yaml-bad": d / "bad.yaml", "config": d / "paimon.yaml",
              "token": d / "token", "jsonl": d / "keys.jsonl", "missing": d / "missing" / "file",
+             "many-keys": d / "many-keys.jsonl",
              "control": d / "name\x1b[31m", "unicode": d / "日本.yaml"}
     files["dir"].mkdir()
     files["empty"].write_bytes(b"")
@@ -131,6 +134,7 @@ def world(tmp_path_factory, certs):  # noqa: F811
     files["config"].write_text(f"warehouse: {wh.path}\n")
     files["token"].write_text("s3cret-token\n")
     files["jsonl"].write_text('{"k": 1}\n{"k": 2}\n')
+    files["many-keys"].write_text("".join(f'{{"k": {k % 5000}}}\n' for k in range(10000)))
     files["control"].write_text("x")
     files["unicode"].write_text(f"warehouse: {wh.path}\n")
     world = World(wh.path, address, str(d), str(d / "demo"),
@@ -489,6 +493,52 @@ def test_every_option_of_every_command(path, world):
                                    ensure_ascii=True) + "\n")
 
     one()
+
+
+@seed(SEED)
+@settings(max_examples=max(8, EXAMPLES // 160), deadline=None, database=None, print_blob=True,
+          suppress_health_check=list(HealthCheck), phases=(Phase.explicit, Phase.generate, Phase.shrink))
+@given(data=st.data())
+def test_real_processes_writing_into_a_pipe(world, data):
+    """A smaller set as real processes (``python -m paimon_tail``), stdout and stderr pipes: what main() adds
+    around the boundary (the exit code, the final flush, signals) is in the picture too."""
+    path = data.draw(st.sampled_from(PATHS))
+    case = data.draw(cases(path, COMMANDS[path], world))
+    if runs_until_stopped(case) or any("\udc80" <= c <= "\udcff" for a in case.args for c in a):
+        return  # those run in-process above (a process would need a Ctrl-C; argv cannot carry lone surrogates)
+    RAN[("processes",)] += 1
+    env = {k: v for k, v in os.environ.items() if k not in ("PAIMON_WAREHOUSE", "PAIMON_TAIL_TOKEN")}
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run(CLI + case.args, capture_output=True, timeout=90, env=env, cwd=world.tmp)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"hang: {case} still running after 90s") from e
+    check(case, inprocess.Result(done.returncode, done.stdout, done.stderr, time.monotonic() - t0, False, False))
+
+
+FORMATS = {("follow",): ["db.big", "-e"], ("lookup",): ["db.big", "--keys-from", "KEYS"]}
+
+
+@pytest.mark.parametrize("path, fmt", [(p, f) for p in FORMATS for param in COMMANDS[p].params
+                                       if param.name == "fmt" and isinstance(param.type, click.Choice)
+                                       for f in param.type.choices], ids=lambda v: " ".join(v) if isinstance(v, tuple) else v)
+def test_a_reader_that_goes_away(world, path, fmt):
+    """``| head``: whatever the format, a reader that goes away ends the command with exit 0 and nothing on
+    stderr (the formats are read from the --format choice: one added later is tried too)."""
+    args = [a.replace("KEYS", world.files["many-keys"]) for a in FORMATS[path]]
+    env = {k: v for k, v in os.environ.items() if k not in ("PAIMON_WAREHOUSE", "PAIMON_TAIL_TOKEN")}
+    proc = subprocess.Popen(CLI + [*path, *args, "-w", world.warehouse, "-f", fmt], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    try:
+        first = proc.stdout.read(4096)  # what head -c 4096 reads, then it exits
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert first, err
+    assert proc.returncode == 0 and not err, (proc.returncode, err.decode(errors="replace")[-2000:])
 
 
 def test_generated_cases_per_run():

@@ -411,3 +411,45 @@ def test_demo_pid_file(mode, tmp_path):
         subprocess.run(CLI + ["demo", "--stop", "-w", demo], capture_output=True, timeout=60)
         for pid in writers_of(demo):
             os.kill(pid, 9)
+
+
+def test_consumer_position_beyond_the_next_snapshot(warehouse):
+    """A consumer file that parses but points past the next snapshot to be committed (a rollback, a hand edit):
+    refused with the reset that fixes it, never a follow that waits for ever (or, with -e, prints nothing)."""
+    path = f"{warehouse}/db.db/kv/consumer/consumer-c"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write('{"nextSnapshot": 99}')
+    result = inprocess.run(["follow", "db.kv", "-w", warehouse, "-e", "--consumer-id", "c"])
+    lines = result.err_text.strip().splitlines()
+    assert result.code == 1 and len(lines) == 1, result.err_text
+    assert "consumer c is at snapshot 99, beyond the next one to be committed (latest is 4)" in lines[0], lines
+    assert "--reset c --to 5" in lines[0], lines
+
+
+def test_the_file_errors_shim_is_needed(warehouse):
+    """compat/file_errors.py: without it pypaimon's errors name no file, and an index manifest that is gone reads
+    as "no deletion vectors"."""
+    from pypaimon.manifest.index_manifest_file import IndexManifestFile
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    from paimon_tail.catalog import open_table
+    from paimon_tail.compat import file_errors
+    from paimon_tail.errors import MissingFile, UnreadableFile
+
+    table = open_table("db.kv", warehouse=warehouse)
+    path = _delta_manifest_list(f"{warehouse}/db.db/kv")
+    corrupt(path, "truncated")
+    name = os.path.basename(path)
+    file_errors.uninstall()
+    try:
+        with pytest.raises(Exception) as without:
+            ManifestListManager(table).read(name)
+        assert path not in str(without.value) and not isinstance(without.value, UnreadableFile)
+        assert IndexManifestFile(table).read("index-manifest-gone") == []
+    finally:
+        file_errors.install()
+    with pytest.raises(UnreadableFile, match="cannot read manifest list .*: it ends early"):
+        ManifestListManager(table).read(name)
+    with pytest.raises(MissingFile, match="cannot read index manifest .*index-manifest-gone: it does not exist"):
+        IndexManifestFile(table).read("index-manifest-gone")

@@ -68,6 +68,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
     import time
 
     configure(log_format, "serve")
+    _check_resolves(host, port)
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     launcher = None
     if (master or spark_conf) and not use_spark:
@@ -124,6 +125,26 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
         raise KeyboardInterrupt  # after the clean stop: exit 130 like every command; SIGTERM is a normal stop (0)
 
 
+def _check_resolves(host: str, port: int) -> None:
+    """A host name that does not resolve fails now, named, in one line (gRPC would log its own lines first, and
+    the warning about an exposed address would come before it). Addresses are not looked up."""
+    import ipaddress
+    import socket
+
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(host, port or None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        from ..errors import PaimonTailError
+
+        raise PaimonTailError(f"cannot listen on {host}:{port}: {getattr(e, 'strerror', None) or e} "
+                              "(--host is not an address of this machine)") from None
+
+
 def _spark_launcher(tables, master, spark_conf, host, start_timeout):
     from ..spark.service_job import SparkExecutors, parse_conf
 
@@ -175,6 +196,7 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
     from ..service.protocol.security import exposure_warning
 
     configure(log_format, "executor")
+    _check_resolves(host, port)
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     if not catalog.warehouse:
         raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")

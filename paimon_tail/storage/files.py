@@ -120,9 +120,15 @@ def broken_file(file_io, splits, e: BaseException) -> Optional[UnreadableFile]:
             if wrong:
                 return UnreadableFile("data file", meta.file_path, wrong)
     names = ", ".join(f.file_name for f, _ in files[:4]) + (", …" if len(files) > 4 else "")
-    if not names:
+    if not names or not _says_what(e):  # not a file's fault that we can tell: the error stands (a bug is a bug)
         return None
     return UnreadableFile("the data files", names, problem(e))
+
+
+def _says_what(e: BaseException) -> bool:
+    from .errors import chain
+
+    return any(_classify(inner) is not None for inner in chain(e))
 
 
 def _deletions(split) -> list:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
@@ -31,6 +32,7 @@ from .stats import FollowStats
 from .walker import SnapshotWalker
 
 PREFETCH_PLANS = 32
+UNTIL_CLOCK_SKEW_MS = 1000  # how far a writer's clock may be behind ours for --until timestamp:T
 
 #: handed out after the last planned snapshot
 END = object()
@@ -213,7 +215,7 @@ class Schedule:
                 next_id = self.gaps.resume_at(gap, self.stats)
                 continue
             if not snaps:
-                if o.exit_at_end:
+                if o.exit_at_end or self._time_end_passed():
                     return
                 if walker.latest_id is not None:
                     self.stats.saw_latest(walker.latest_id, None)
@@ -310,6 +312,14 @@ class Schedule:
         if until.snapshot_id is not None and snapshot.id > until.snapshot_id:
             return True
         return until.timestamp_ms is not None and snapshot.time_millis > until.timestamp_ms
+
+    def _time_end_passed(self) -> bool:
+        """Caught up, and ``--until timestamp:T`` is behind the clock (by more than writers' clocks may be behind
+        ours): every snapshot still to come is committed after T, so the follow is done (it used to wait for one
+        more commit, for ever on an idle table)."""
+        until = self.options.until
+        return until is not None and until.timestamp_ms is not None and \
+            time.time() * 1000 > until.timestamp_ms + UNTIL_CLOCK_SKEW_MS
 
     def _end_reached(self, next_id: int) -> bool:
         until = self.options.until

@@ -284,7 +284,8 @@ def test_missing_and_corrupt_data_files(kv):
             wait_until(lambda: _pid_of(c, victim_index) not in (0, victim) and
                        all(e.info.alive and e.info.snapshot_id for e in c.status_sync().executors), 20)
             vanished = next(k for k in range(N) if bucket_of[k] == gone)
-            with pytest.raises(ServiceError, match=f"bucket {gone} of db.kv cannot be served: FileNotFoundError"):
+            with pytest.raises(ServiceError, match=f"bucket {gone} of db.kv cannot be served: cannot read data file "
+                               f"{path}: it does not exist"):
                 c.get_sync(vanished)
             rest = [k for k in range(N) if bucket_of[k] not in (corrupt, gone)]
             r = c.lookup_sync(rest)
@@ -292,7 +293,8 @@ def test_missing_and_corrupt_data_files(kv):
         out = run_cli("lookup", "db.kv", str(good[0]), str(vanished), "--warehouse", kv.path)
         assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
         assert out.stderr.startswith(f"paimon-tail: 1 of 2 keys could not be answered: {vanished} (bucket {gone} of "
-                                     "db.kv cannot be served: FileNotFoundError"), out.stderr
+                                     f"db.kv cannot be served: cannot read data file {path}: it does not exist"), \
+            out.stderr
         assert [json.loads(line)["k"] for line in out.stdout.splitlines()] == [good[0]]  # the healthy key
         assert all(not line.startswith("Traceback") for line in svc.lines)
     finally:

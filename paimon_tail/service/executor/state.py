@@ -51,7 +51,11 @@ def key_kind(arrow_type: pa.DataType) -> Optional[str]:
 
 
 def bucket_error(e: BaseException) -> str:
+    from ...errors import PaimonTailError, safe_text
+
     text = str(e).strip().splitlines()
+    if isinstance(e, PaimonTailError):  # ours say what they are: "cannot read data file PATH: it does not exist"
+        return safe_text(text[0] if text else "")
     return f"{type(e).__name__}: {text[0] if text else ''}".strip()
 
 

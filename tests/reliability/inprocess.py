@@ -66,6 +66,7 @@ def run(args: Sequence[str], *, limit: float = 30.0, started: Optional[Callable[
     inp.seek(0)
     err = bytearray()
     done = threading.Event()
+    lock = threading.Lock()  # the watchdog never interrupts a command that has finished
     state = {"interrupted": False, "started": False}
 
     def drain() -> None:
@@ -85,8 +86,11 @@ def run(args: Sequence[str], *, limit: float = 30.0, started: Optional[Callable[
                 state["started"] = True
                 deadline = min(deadline, time.monotonic() + 0.3)
             if time.monotonic() >= deadline:
-                state["interrupted"] = True
-                os.kill(os.getpid(), signal.SIGINT)
+                with lock:
+                    if done.is_set():
+                        return
+                    state["interrupted"] = True
+                    os.kill(os.getpid(), signal.SIGINT)
                 return
 
     reader = threading.Thread(target=drain, daemon=True)
@@ -109,7 +113,17 @@ def run(args: Sequence[str], *, limit: float = 30.0, started: Optional[Callable[
         code = 130
     finally:
         seconds = time.monotonic() - t0
-        done.set()
+        while not done.is_set():
+            try:
+                with lock:
+                    done.set()
+            except KeyboardInterrupt:  # sent as the command finished: it has ended all the same
+                pass
+        if state["interrupted"]:
+            try:
+                time.sleep(0.3)  # a SIGINT still on its way lands here, not in the caller
+            except KeyboardInterrupt:
+                pass
         guard.join()
         for stream in (sys.stdout, sys.stderr):
             try:

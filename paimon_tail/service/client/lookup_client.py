@@ -130,9 +130,11 @@ class LookupClient:
         """Parse keys (mappings, scalars, tuples, or an Arrow table/record batch of the key columns) and route them."""
         routing = self.routing
         to_arrow = self.parser.to_arrow
+        fanout = routing.fanout
         if isinstance(keys, (pa.Table, pa.RecordBatch)):
             table = self._arrow_keys(keys)
-            return Prepared(routing.buckets_of(table), routing.partition_hashes_of(table), None, table, to_arrow)
+            return Prepared(routing.buckets_of(table), routing.partition_hashes_of(table), None, table, to_arrow,
+                            fanout=fanout)
         if len(keys) == 1:  # one key: Paimon's hash in plain Python, no Arrow unless the key needs it
             key = keys[0] if parsed else self.parser.coerce(keys[0], 0)
             one = None
@@ -141,13 +143,14 @@ class LookupClient:
                        for v in (key[k] for k in self.parser.names)]
             return Prepared(np.asarray([routing.bucket(key)], dtype=np.int32),
                             np.asarray([routing.partition_hash(routing.partition_of(key))], dtype=np.int64),
-                            [key], None, to_arrow, one)
+                            [key], None, to_arrow, one, fanout)
         table = None if parsed else self._fast_table(keys)
         parsed_keys = None
         if table is None:
             parsed_keys = list(keys) if parsed else self.parse_keys(keys)
             table = self.parser.to_arrow(parsed_keys)
-        return Prepared(routing.buckets_of(table), routing.partition_hashes_of(table), parsed_keys, table, to_arrow)
+        return Prepared(routing.buckets_of(table), routing.partition_hashes_of(table), parsed_keys, table, to_arrow,
+                        fanout=fanout)
 
     def _columns(self) -> List[str]:
         return self.meta.field_names
@@ -198,7 +201,8 @@ class LookupClient:
             request = pb.LookupRequest(table=self.name, buckets=(bucket,), select=select,
                                        min_snapshot_id=min_snapshot or 0, protocol_version=PROTOCOL_VERSION,
                                        keys_ipc=ipc_stream(self.parser.to_arrow([key])), row_values=True)
-        part_hash = routing.partition_hash(routing.partition_of(key)) if routing.partition_keys else self._no_partition
+        part_hash = routing.partition_hash(routing.partition_of(key)) if routing.key_partition_keys else \
+            self._no_partition
         return OneKey(self.name, request, bucket, part_hash, min_snapshot,
                       Deadline(self.timeout if timeout is None else timeout), self.call_timeout, self._first_row)
 
@@ -318,8 +322,11 @@ class LookupClient:
 
         async def attempt() -> None:
             route = await self.discover(op.deadline, force=op.attempts > 0)
-            for call in op.plan(route):
-                if op.absorb(call, await self._send(call)):
+            calls = op.plan(route)
+            outcomes = [await self._send(calls[0])] if len(calls) == 1 else \
+                await asyncio.gather(*[self._send(c) for c in calls])
+            for call, outcome in zip(calls, outcomes):
+                if op.absorb(call, outcome):
                     await self._drop_channel(call.address)
             op.settle()
 
@@ -448,7 +455,11 @@ class LookupClient:
         def attempt() -> None:
             route = self.discover_sync(op.deadline, force=op.attempts > 0)
             calls = op.plan(route)
-            if calls:
+            if len(calls) > 1:  # a key without a bucket: every executor at once
+                for call, outcome in zip(calls, self._send_sync(calls)):
+                    if op.absorb(call, outcome):
+                        self._drop_sync_channel(call.address)
+            elif calls:
                 call = calls[0]
                 if self._coalescer is not None and route.shared_calls and not op.min_snapshot and \
                         len(call.request.key):

@@ -42,7 +42,7 @@ from .assignment import default_channels
 from .launcher import ExecutorLauncher, LocalProcesses
 from .lease import ACTIVE, DRAINING, STANDBY, STOPPED, Lease
 from .registry import Registry
-from .scanner import TableScanner
+from .scanner import TableLayout, TableScanner
 from .servicer import AddressServicer
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ class QueryService:
         pbg.add_AddressServiceServicer_to_server(
             AddressServicer(self.registry, lambda: self.address, __version__,
                             outage=lambda table: self.health[table].outage if table in self.health else None,
-                            schema_id=self._schema_id, lease=self.lease),
+                            layout=self._layout, lease=self.lease),
             self.server,
         )
         self.probes.add_to(self.server, [ADDRESS_SERVICE])
@@ -302,9 +302,9 @@ class QueryService:
                 scanner.request_full(index)
         self._registration_due.set()
 
-    def _schema_id(self, table: str) -> int:
+    def _layout(self, table: str) -> TableLayout:
         scanner = self.scanners.get(table)
-        return scanner.snapshot.schema_id if scanner is not None and scanner.snapshot is not None else 0
+        return scanner.layout() if scanner is not None else TableLayout()
 
     async def _supervise(self) -> None:
         o = self.options

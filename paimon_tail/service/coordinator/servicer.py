@@ -13,6 +13,7 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from .lease import ACTIVE, Lease
 from .registry import JoinRefused, Member, Registry
+from .scanner import TableLayout
 
 log = logging.getLogger(__name__)
 
@@ -22,13 +23,14 @@ HELLO_TIMEOUT = 10.0
 class AddressServicer(pbg.AddressServiceServicer):
     def __init__(self, registry: Registry, address: Callable[[], str], version: str,
                  outage: Callable[[str], Optional[Outage]] = lambda table: None,
-                 schema_id: Callable[[str], int] = lambda table: 0, lease: Optional[Lease] = None) -> None:
+                 layout: Callable[[str], TableLayout] = lambda table: TableLayout(),
+                 lease: Optional[Lease] = None) -> None:
         self.registry = registry
         self.lease = lease
         self.address = address
         self.version = version
         self.outage = outage
-        self.schema_id = schema_id
+        self.layout = layout
 
     async def _check_table(self, table: str, context) -> None:
         if table and table not in self.registry.tables:
@@ -99,6 +101,7 @@ class AddressServicer(pbg.AddressServiceServicer):
             ))
         outage = self.outage(request.table)
         lease = self.lease
+        layout = self.layout(request.table)
         return pb.StatusResponse(
             role=lease.role if lease is not None else "active", epoch=lease.epoch if lease is not None else 0,
             standbys=sorted(lease.standbys) if lease is not None else [],
@@ -106,7 +109,8 @@ class AddressServicer(pbg.AddressServiceServicer):
             num_executors=len(out), executors=out, tables=reg.tables, version=self.version,
             storage_error=outage.cause if outage else "",
             storage_error_since_ms=int(outage.since * 1000) if outage else 0,
-            channels=reg.assignment.channels, schema_id=self.schema_id(request.table),
+            channels=reg.assignment.channels, schema_id=layout.schema_id, table_kind=layout.kind,
+            buckets=layout.buckets, partitions=layout.partitions, postponed_files=layout.postponed_files,
         )
 
     async def Join(self, request_iterator, context):

@@ -67,6 +67,7 @@ class Holder(Protocol):
     index: int
     tables: Mapping[str, TableState]
     owners: tuple  # owners[channel] = executor index
+    owners_print: int  # their fingerprint (``protocol.owners_print``)
     pool: Pool  # lookups that do not run on the loop
     max_batch_keys: int
     requests: int
@@ -121,8 +122,9 @@ class Lookups:
     # -- keys as typed values (no Arrow on the way in; rows as values on the way out when asked) ----------------
     async def _typed(self, state: TableState, request, time_remaining):
         """Keys given as ``LookupRequest.key`` (one, or several in protocol 3): each found through its bucket's key
-        index and read from the batch that holds its row — no Arrow table of keys, no vectorised machinery for a
-        few keys. Rows go back as protobuf values (``row_values``, plain column types) or as Arrow IPC."""
+        index (every store of its partition for a key without a bucket) and read from the batch that holds its
+        row — no Arrow table of keys, no vectorised machinery for a few keys. Rows go back as protobuf values
+        (``row_values``, plain column types) or as Arrow IPC."""
         kinds = state.key_kinds
         width = len(kinds)
         raw = request.key
@@ -139,10 +141,8 @@ class Lookups:
                 raise Refused(Why.INVALID, f"keys do not fit the key columns: a {got} value "
                               f"for a {kind} column")
             values.append(value.int if kind == "int" else value.text)
-        num_buckets = state.routing.num_buckets
-        for b in buckets:
-            if not 0 <= b < num_buckets:
-                raise Refused(Why.INVALID, "bucket out of range")
+        routing = state.routing
+        self._check_buckets(routing, buckets)
         view = await self._view(state, request, time_remaining) if request.min_snapshot_id > 0 else state.view
         if not view.ready:
             raise Refused(Why.UNAVAILABLE, f"executor {self.ex.index} is still loading {state.name}")
@@ -153,41 +153,38 @@ class Lookups:
         target = state.target(view, columns)
         parts = state.partition_positions
         answering = view.answering
-        hasher = state.hasher
         hits: list = []  # (position, run, row) of an exact store, or (position, None, one-row table)
         failed: dict = {}  # reason → (positions, retry)
         cold = False
         for i in range(n):
             kv = values[i * width:(i + 1) * width]
-            key = (tuple([kv[j] for j in parts]) if parts else (), buckets[i])
-            store = answering.get(key, _NOT_HERE)
-            if store is _NOT_HERE:
-                problem = self._problem(state, view, key)
-                if problem is not None:
-                    if request.protocol_version < 2:
-                        raise Refused(problem.code, problem.reason)
-                    failed.setdefault(problem.reason, ([], problem.retry))[0].append(i)
-                continue  # (None: a served bucket without rows yet)
-            if store is None:
-                continue
-            if store.exact:
-                v = kv[0]
-                if not -_SIGN <= v < _SIGN:
-                    raise Refused(Why.INVALID, "keys do not fit the key columns: out of range")
-                hit = store.find_one(hasher.one(v))
+            partition = tuple([kv[j] for j in parts]) if parts else ()
+            bucket = buckets[i]
+            if bucket < 0 and not routing.fanout:  # a fixed bucket the caller did not compute
+                bucket = routing.bucket(dict(zip(state.key_names, kv)))
+            if bucket >= 0:
+                store = answering.get((partition, bucket), _NOT_HERE)
+                if store is _NOT_HERE:
+                    problem = self._problem(state, view, (partition, bucket))
+                    if problem is not None:
+                        if request.protocol_version < 2:
+                            raise Refused(problem.code, problem.reason)
+                        failed.setdefault(problem.reason, ([], problem.retry))[0].append(i)
+                    continue  # (None: a served bucket without rows yet)
+                stores = () if store is None else (store,)
+            else:  # a key without a bucket: every store of its partition here
+                stores = view.by_partition.get(partition, ())
+            hit = None
+            for store in stores:
+                hit = await self._probe(state, view, store, kv, target)
                 if hit is not None:
-                    hits.append((i, hit[0], hit[1]))
-                    cold = cold or not hit[0].built
-            else:
-                keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, kv)}, schema=state.key_schema)
-                h, h2 = hasher.hashes(keys)
-                if state.warm(view):
-                    req, rows = store.lookup(keys, h, h2, target)
-                else:
-                    req, rows = await asyncio.get_running_loop().run_in_executor(
-                        ex.pool, store.lookup, keys, h, h2, target)
-                if len(req):
-                    hits.append((i, None, rows))
+                    hits.append((i, *hit))
+                    cold = cold or (hit[0] is not None and not hit[0].built)
+                    break
+            if hit is None and bucket < 0:
+                problem = self._unvouched(state, view, request.owners_print, partition)
+                if problem is not None:
+                    failed.setdefault(problem.reason, ([], problem.retry))[0].append(i)
         kinds_out = _value_kinds(target) if request.row_values else None
         response = pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id)
         if failed:
@@ -203,6 +200,32 @@ class Lookups:
         elif kinds_out is None:
             response.rows_ipc = state.empty_rows(view, columns)
         return response
+
+    async def _probe(self, state: TableState, view: View, store, kv: list, target):
+        """One key (its values ``kv`` in key order) in one bucket's store: (run, row) of an exact store, (None,
+        one-row table) otherwise, or None when the store does not hold it."""
+        if store.exact:
+            v = kv[0]
+            if not -_SIGN <= v < _SIGN:
+                raise Refused(Why.INVALID, "keys do not fit the key columns: out of range")
+            return store.find_one(state.hasher.one(v))
+        keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, kv)}, schema=state.key_schema)
+        h, h2 = state.hasher.hashes(keys)
+        if state.warm(view):
+            req, rows = store.lookup(keys, h, h2, target)
+        else:
+            req, rows = await asyncio.get_running_loop().run_in_executor(
+                self.ex.pool, store.lookup, keys, h, h2, target)
+        return (None, rows) if len(req) else None
+
+    @staticmethod
+    def _check_buckets(routing, buckets) -> None:
+        """Buckets are -1 (the executor finds the key) or, for fixed-bucket tables, below the bucket count."""
+        if not len(buckets):
+            return
+        low, high = min(buckets), max(buckets)
+        if low < -1 or (not routing.fanout and high >= routing.num_buckets):
+            raise Refused(Why.INVALID, "bucket out of range")
 
     @staticmethod
     def _rows(state: TableState, view: View, columns, target, hits: list, kinds_out, response) -> None:
@@ -256,8 +279,12 @@ class Lookups:
         if n and any(keys.column(k).null_count for k in state.key_names):
             raise Refused(Why.INVALID, "primary-key values cannot be null")
         buckets = np.asarray(request.buckets, dtype=np.int64)
-        if n and (buckets.min() < 0 or buckets.max() >= state.routing.num_buckets):
-            raise Refused(Why.INVALID, "bucket out of range")
+        routing = state.routing
+        if n:
+            self._check_buckets(routing, (int(buckets.min()), int(buckets.max())))
+            if not routing.fanout and buckets.min() < 0:  # fixed buckets the caller did not compute
+                unknown = buckets < 0
+                buckets[unknown] = routing.buckets_of(keys.filter(pa.array(unknown)))
         view = await self._view(state, request, time_remaining)
         columns = self._columns(view, request)
         ex.requests += 1
@@ -265,24 +292,30 @@ class Lookups:
         v1 = request.protocol_version < 2
         ordered = not request.any_order
         if n <= INLINE_KEYS and state.warm(view):
-            found, rows, failed = self.answer(state, view, keys, buckets, columns, v1, ordered)
+            found, rows, failed = self.answer(state, view, keys, buckets, columns, v1, ordered, request.owners_print)
         else:
             found, rows, failed = await asyncio.get_running_loop().run_in_executor(
-                ex.pool, self.answer, state, view, keys, buckets, columns, v1, ordered)
+                ex.pool, self.answer, state, view, keys, buckets, columns, v1, ordered, request.owners_print)
         return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id, rows_ipc=rows, found=found,
                                  failed=failed)
 
     def answer(self, state: TableState, view: View, keys: pa.Table, buckets: np.ndarray, columns, v1: bool,
-               ordered: bool = True):
+               ordered: bool = True, owners_print: int = 0):
         """(request positions found, their rows as Arrow IPC, FailedKeys) — raises ``Refused`` for version 1.
-        ``ordered``: the rows in request order (else as the buckets gave them, ``any_order``)."""
+        ``ordered``: the rows in request order (else as the buckets gave them, ``any_order``). Keys of bucket -1
+        are looked for in every store of their partition here (``owners_print``: the assignment they were sent
+        under)."""
         n = keys.num_rows
         if n == 0:
             return [], state.empty_rows(view, columns), []
         h_all, h2_all = state.hasher.hashes(keys)
         target = state.target(view, columns)
         found_idx, tables, failed = [], [], []
-        for key, sel in _groups(state.routing.partition_keys, keys, buckets):
+        for key, sel in _groups(state.routing.key_partition_keys, keys, buckets):
+            if key[1] < 0:
+                self._fanned(state, view, keys, np.arange(n) if sel is None else sel, key[0], h_all, h2_all, target,
+                             owners_print, found_idx, tables, failed)
+                continue
             problem = self._problem(state, view, key)
             if problem is not None:
                 if v1:
@@ -313,6 +346,45 @@ class Lookups:
             table = table.take(pa.array(order))
             found = found[order]
         return found.tolist(), ipc_stream(table), failed
+
+    def _fanned(self, state: TableState, view: View, keys: pa.Table, positions: np.ndarray, partition: tuple,
+                h_all: np.ndarray, h2_all: Optional[np.ndarray], target, owners_print: int, found_idx: list,
+                tables: list, failed: list) -> None:
+        """Keys of one partition without a bucket: each store of the partition here in turn, for the keys not found
+        yet; those found nowhere are missing, unless this executor cannot vouch for it (``_unvouched``)."""
+        remaining = positions
+        for store in view.by_partition.get(partition, ()):
+            sub = keys if store.exact else keys.take(pa.array(remaining))
+            req, rows = store.lookup(sub, h_all[remaining], h2_all[remaining] if h2_all is not None else None, target)
+            if rows is None or not len(req):
+                continue
+            found_idx.append(remaining[req])
+            tables.append(rows)
+            keep = np.ones(len(remaining), dtype=bool)
+            keep[req] = False
+            remaining = remaining[keep]
+            if not len(remaining):
+                return
+        problem = self._unvouched(state, view, owners_print, partition)
+        if problem is not None and len(remaining):
+            failed.append(pb.FailedKeys(positions=remaining.tolist(), reason=problem.reason, retry=problem.retry))
+
+    def _unvouched(self, state: TableState, view: View, owners_print: int, partition: tuple) -> Optional[Problem]:
+        """Why a key without a bucket that this executor did not find may still be in the table, or None: the
+        client asked under another assignment (an executor it did not ask may hold the key), a channel of this
+        executor is still loading, or a bucket of the key's partition here cannot be served."""
+        ex = self.ex
+        if owners_print and owners_print != ex.owners_print:
+            return Problem(f"the channels of {state.name} moved since the client asked: ask again", True, Why.MOVED)
+        if not view.complete:
+            return Problem(f"executor {ex.index} is still loading {state.name}", True, Why.UNAVAILABLE)
+        broken = view.broken_in(partition, state.cross_partition)
+        if broken is not None:
+            key, error = broken
+            pkeys = state.routing.partition_keys
+            where = f"partition {partition_path(pkeys, key[0])} bucket {key[1]}" if pkeys else f"bucket {key[1]}"
+            return Problem(f"{where} of {state.name} cannot be served: {error}", False, Why.DATA_LOSS)
+        return None
 
     # -- shared -------------------------------------------------------------------------------------------
     async def _view(self, state: TableState, request, time_remaining) -> View:

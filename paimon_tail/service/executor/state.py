@@ -84,6 +84,17 @@ class View:
     # the buckets this view answers for (served channel, not broken) → their store (None: no rows): one dict
     # lookup decides a one-key request; filled by ``TableState._opened``
     answering: Dict[BucketKey, Optional[BucketStore]] = field(default_factory=dict)
+    # the stores a key without a bucket may be in (``routing.fanout``), by the partition of its key (every
+    # partition's, under (), on cross-partition tables); filled by ``TableState._opened``
+    by_partition: Dict[tuple, Tuple[BucketStore, ...]] = field(default_factory=dict)
+    complete: bool = False  # every channel owned is served: a key without a bucket not found here is not here
+
+    def broken_in(self, partition: tuple, cross: bool) -> Optional[Tuple[BucketKey, str]]:
+        """A bucket of ``partition`` (of any partition when ``cross``) that cannot be served, and why."""
+        for key, error in self.broken.items():
+            if cross or key[0] == partition:
+                return key, error
+        return None
 
     def keys_held(self) -> int:
         return sum(s.rows for s in self.stores.values())
@@ -106,7 +117,8 @@ class TableState:
         self.shared = stores
         self.routing = TableRouting.of(table)
         self.key_names = list(self.routing.primary_keys)
-        self.partition_positions = [self.key_names.index(k) for k in self.routing.partition_keys]
+        self.partition_positions = [self.key_names.index(k) for k in self.routing.key_partition_keys]
+        self.cross_partition = self.routing.kind == "cross-partition"
         self._empty: Dict[tuple, bytes] = {}
         self._messages: Dict[tuple, bytes] = {}
         self._targets: Dict[tuple, Target] = {}
@@ -307,10 +319,18 @@ class TableState:
                 store.drop()
 
     def _opened(self, view: View) -> View:
-        """``view`` with ``answering`` filled: every bucket of a served channel that is not broken."""
+        """``view`` with ``answering`` filled: every bucket of a served channel that is not broken; and, for keys
+        without a bucket, those stores by partition."""
         answering = {key: store for key, store in view.stores.items()
                      if key not in view.broken and self.channel_of(key) in view.served}
-        return replace(view, answering=answering)
+        by_partition: Dict[tuple, list] = {}
+        if self.routing.fanout:
+            cross = self.cross_partition
+            for key, store in answering.items():
+                if store is not None:
+                    by_partition.setdefault(() if cross else key[0], []).append(store)
+        return replace(view, answering=answering, by_partition={k: tuple(v) for k, v in by_partition.items()},
+                       complete=self.owned <= view.served)
 
     # -- background (off the lookup and change paths) -------------------------------------------------------
     def _want(self, run: Run) -> None:

@@ -44,9 +44,20 @@ def binary_row_hash(values: Sequence[Any], fields: Sequence) -> int:
         return binary_row.to_int32(binary_row_hash_code(values, fields))
 
 
+#: the bucket of a key whose bucket does not follow from the key (``TableRouting.fanout``): the executors find it
+ANY_BUCKET = -1
+
+
 @dataclass
 class TableRouting:
-    """Key layout and hashing of one primary-key table with fixed buckets."""
+    """Key layout and hashing of one primary-key table.
+
+    With fixed buckets and Paimon's default bucket function a key's bucket follows from the key (Paimon's hash),
+    and so does its channel: a lookup goes to one executor. Otherwise (``fanout``: dynamic buckets, where the
+    table's hash index decides; postpone buckets, where each partition has its own count; cross-partition keys,
+    where the partition is not part of the key; a custom bucket function) the bucket is ``ANY_BUCKET`` and a
+    lookup asks every executor, each answering from the buckets it holds (docs/query-service.md, "Table kinds").
+    """
 
     identifier: str
     primary_keys: List[str]
@@ -84,7 +95,26 @@ class TableRouting:
         base = binary_row.base_type(self._bucket_key_types[0])
         return base if base in binary_row.INT_BASES else ""
 
+    @functools.cached_property
+    def kind(self) -> str:
+        """``fixed``, ``dynamic``, ``cross-partition`` or ``postpone`` (Paimon's bucket modes of primary-key
+        tables), what routing depends on."""
+        return bucket_mode(self.meta)
+
+    @functools.cached_property
+    def fanout(self) -> bool:
+        """True when a key's bucket does not follow from the key: every executor is asked."""
+        return self.kind != "fixed" or _custom_bucket_function(self.meta)
+
+    @functools.cached_property
+    def key_partition_keys(self) -> List[str]:
+        """The partition columns that are part of a lookup key: all of them, except on cross-partition tables
+        (their key alone names a row, in whichever partition holds it)."""
+        return [] if self.kind == "cross-partition" else list(self.partition_keys)
+
     def bucket(self, key: Dict[str, Any]) -> int:
+        if self.fanout:
+            return ANY_BUCKET
         base = self._one_int_bucket_key
         if base:
             value = key[self.bucket_keys[0]]
@@ -102,6 +132,8 @@ class TableRouting:
         from .bucket_hash import binary_row_hashes, buckets_of
 
         n = keys.num_rows
+        if self.fanout:
+            return np.full(n, ANY_BUCKET, dtype=np.int32)
         if n < 8:
             rows = keys.select(self.bucket_keys).to_pylist()
             return np.asarray([self.bucket(r) for r in rows], dtype=np.int32)
@@ -113,7 +145,7 @@ class TableRouting:
         import pyarrow as pa
 
         n = keys.num_rows
-        if not self.partition_keys:
+        if not self.key_partition_keys:
             return np.full(n, self.partition_hash(()), dtype=np.int64)
         if n < 8:
             rows = keys.select(self.partition_keys).to_pylist()
@@ -131,9 +163,11 @@ class TableRouting:
         return hashes[inverse.reshape(-1)]
 
     def partition_of(self, key: Dict[str, Any]) -> Tuple:
-        return tuple(key[k] for k in self.partition_keys)
+        return tuple(key[k] for k in self.key_partition_keys)
 
     def partition_hash(self, partition: Tuple) -> int:
+        if not partition:
+            return _EMPTY_ROW_HASH
         cached = self._partition_hash_cache.get(partition)
         if cached is None:
             cached = binary_row_hash(partition, self._partition_fields)
@@ -151,27 +185,45 @@ class TableRouting:
         return bucket, self.channel_of(self.partition_of(key), bucket, channels)
 
 
+_EMPTY_ROW_HASH = binary_row.row_hash((), [])
+
+
+def bucket_mode(table) -> str:
+    """A primary-key table's bucket mode, as Paimon decides it (``FileStoreTable.bucketMode``): ``fixed``
+    (``bucket`` = N > 0), ``postpone`` (-2), ``cross-partition`` (-1, and the primary key lacks a partition
+    column: a key may move between partitions) or ``dynamic`` (-1: buckets are added as they fill, the hash index
+    says which bucket holds a key)."""
+    meta = table_meta(table)
+    bucket = meta.num_buckets
+    if bucket > 0:
+        return "fixed"
+    if bucket == -2:
+        return "postpone"
+    if any(k not in meta.primary_keys for k in meta.partition_keys):
+        return "cross-partition"
+    return "dynamic"
+
+
+def _custom_bucket_function(meta: TableMeta) -> bool:
+    return str(meta.options.get("bucket-function.type", "default")).lower() != "default"
+
+
 def table_kind(table) -> str:
-    """A short description of what kind of table this is, for error messages."""
+    """A short description of what kind of table this is, for messages and ``service status``."""
     meta = table_meta(table)
     if not meta.primary_keys:
         return "an append-only table (no primary key)"
-    bucket = meta.num_buckets
-    if bucket == -1:
-        return "a dynamic-bucket primary-key table (bucket = -1)"
-    if bucket == -2:
-        return "a postpone-bucket primary-key table (bucket = -2)"
-    return f"a primary-key table with {bucket} fixed buckets"
+    mode = bucket_mode(meta)
+    if mode == "fixed":
+        return f"a primary-key table with {meta.num_buckets} fixed buckets"
+    return {"dynamic": "a dynamic-bucket primary-key table (bucket = -1)",
+            "cross-partition": "a cross-partition primary-key table (bucket = -1, keys without the partition)",
+            "postpone": "a postpone-bucket primary-key table (bucket = -2)"}[mode]
 
 
 def check_supported(table) -> None:
-    """Only primary-key tables with fixed buckets can be served (keys must map to a bucket without an index)."""
+    """Every primary-key table a batch read can read is served; append-only tables have no key to look up."""
     meta = table_meta(table)
-    name = meta.name
-    if not meta.primary_keys or meta.num_buckets < 1:
-        raise UsageError(
-            f"table {name} is {table_kind(meta)}: the query service serves primary-key tables with fixed "
-            "buckets ('bucket' = N > 0)"
-        )
-    if str(meta.options.get("bucket-function.type", "default")).lower() != "default":
-        raise UsageError(f"table {name} uses a custom bucket-function.type: not supported by the query service")
+    if not meta.primary_keys:
+        raise UsageError(f"table {meta.name} is {table_kind(meta)}: the query service serves primary-key tables",
+                         hint="follow it instead: paimon-tail follow " + meta.name)

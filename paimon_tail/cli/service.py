@@ -229,6 +229,8 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
         "channels": st.channels, "latest_snapshot": latest_id, "schema_id": st.schema_id, "tables": list(st.tables),
         "storage_error": st.storage_error or None,
         "storage_error_since_ms": st.storage_error_since_ms or None,
+        "table_kind": st.table_kind, "buckets": st.buckets, "partitions": st.partitions,
+        "postponed_files": st.postponed_files,
         "executor": [
             {
                 "index": e.info.index, "address": e.info.address, "host": e.info.host, "joined": e.info.joined,
@@ -251,13 +253,15 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
         if as_json:
             out.json(data)
             return
-        out.records(dict({"table": table, "address_server": st.address, "latest_snapshot": latest_id,
-                          "storage_error": data["storage_error"]}, **{k: v for k, v in e.items() if k != "bucket_list"})
+        out.records(dict({"table": table, "table_kind": st.table_kind, "address_server": st.address,
+                          "latest_snapshot": latest_id, "storage_error": data["storage_error"]},
+                         **{k: v for k, v in e.items() if k != "bucket_list"})
                     for e in data["executor"])  # flat records for jq; the bucket list stays in --json
         return
     out.say(f"[bold]{table}[/] served by {st.address} (paimon-tail {st.version}), "
             f"{st.num_executors} executor(s), {st.channels} channels; latest snapshot {latest_id} "
             f"(schema {st.schema_id})")
+    out.say(_layout_line(st))
     if st.storage_error:
         from ..storage.retry import Outage
 
@@ -274,6 +278,17 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
                      str(e["keys_per_second"]), str(e["restarts"])])
     out.report(("executor", "address", "host", "alive", "snapshot", "schema", "lag", "channels", "buckets", "keys",
                 "loaded", "disk", "memory", "req/s", "keys/s", "restarts"), rows)
+
+
+def _layout_line(st) -> str:
+    """The table's kind and buckets, as the coordinator's scanner sees them."""
+    kind = {"fixed": "fixed buckets", "dynamic": "dynamic buckets", "cross-partition": "dynamic buckets, keys across "
+            "partitions", "postpone": "postpone buckets"}.get(st.table_kind, st.table_kind or "unknown kind")
+    where = f" in {st.partitions} partitions" if st.partitions > 1 else ""
+    line = f"{kind}: {st.buckets} buckets{where}"
+    if st.postponed_files:
+        line += f"; {st.postponed_files} data files wait in bucket-postpone (invisible until compacted)"
+    return line
 
 
 def _size(n: int) -> str:

@@ -205,7 +205,7 @@ class Lookups:
         """One key (its values ``kv`` in key order) in one bucket's store: (run, row) of an exact store, (None,
         one-row table) otherwise, or None when the store does not hold it."""
         if store.exact:
-            v = kv[0]
+            v = kv[state.exact_position]
             if not -_SIGN <= v < _SIGN:
                 raise Refused(Why.INVALID, "keys do not fit the key columns: out of range")
             return store.find_one(state.hasher.one(v))

@@ -148,6 +148,9 @@ class TableState:
         # the Value kind of each key column in a one-key request (None: that key takes the Arrow path)
         self.key_kinds = [key_kind(t) for t in self.key_types]
         self.builder.use(table)
+        hasher = self.builder.hasher
+        # where an exact store's key (one integer column of the trimmed key) is among a request's key values
+        self.exact_position = self.key_names.index(hasher.names[0]) if hasher.exact else -1
 
     @property
     def hasher(self):

@@ -175,11 +175,13 @@ public class PaimonFixtures {
         final FileStoreTable table;
         final StreamTableWrite write;
         final StreamTableCommit commit;
+        final String commitUser;
         long identifier = 0;
 
         Writer(Table t) {
             this.table = (FileStoreTable) t;
             StreamWriteBuilder b = t.newStreamWriteBuilder();
+            this.commitUser = b.commitUser();
             this.write = b.newWrite();
             this.write.withIOManager(ioManager);
             this.commit = b.newCommit();
@@ -341,6 +343,35 @@ public class PaimonFixtures {
             case "live_aggregation":
             case "live_first_row":
                 live(catalog, scenario, step);
+                break;
+            case "pk_dv_parts":
+                dvPartitioned(catalog);
+                break;
+            case "dyn_bucket":
+                dynamicBucket(
+                        catalog,
+                        "dyn_bucket",
+                        partitionedKv()
+                                .primaryKey("dt", "id")
+                                .option("bucket", "-1")
+                                .option("dynamic-bucket.target-row-num", "30"));
+                break;
+            case "dyn_bucket_dv":
+                dynamicBucket(
+                        catalog,
+                        "dyn_bucket_dv",
+                        partitionedKv()
+                                .primaryKey("dt", "id")
+                                .option("bucket", "-1")
+                                .option("dynamic-bucket.target-row-num", "30")
+                                .option("deletion-vectors.enabled", "true"));
+                break;
+            case "cross_part":
+                crossPartition(catalog);
+                break;
+            case "live_dyn":
+            case "live_cross":
+                liveKinds(catalog, scenario, step);
                 break;
             default:
                 throw new IllegalArgumentException("unknown scenario " + scenario);
@@ -920,6 +951,313 @@ public class PaimonFixtures {
         Table t = catalog.getTable(Identifier.create(DB, name));
         try (Writer w = new Writer(t)) {
             w.fullCompact();
+        }
+    }
+
+    // ------------------------------------------------------------------ table kinds (query service)
+
+    /**
+     * Writes a dynamic-bucket table (bucket = -1) as Paimon's Flink sink does: a HashBucketAssigner gives each
+     * record the bucket of its key hash in its partition (restored from the table's HASH index, a new bucket when
+     * the others hold dynamic-bucket.target-row-num keys) and the writer keeps the HASH index of each bucket.
+     */
+    static class DynamicWriter implements AutoCloseable {
+        final Writer w;
+        final org.apache.paimon.index.HashBucketAssigner assigner;
+        final org.apache.paimon.table.sink.RowPartitionKeyExtractor extractor;
+
+        DynamicWriter(Table t) {
+            FileStoreTable ft = (FileStoreTable) t;
+            this.w = new Writer(t);
+            this.extractor = new org.apache.paimon.table.sink.RowPartitionKeyExtractor(ft.schema());
+            this.assigner =
+                    new org.apache.paimon.index.HashBucketAssigner(
+                            ft.snapshotManager(),
+                            w.commitUser,
+                            ft.store().newIndexFileHandler(),
+                            1,
+                            1,
+                            0,
+                            ft.coreOptions().dynamicBucketTargetRowNum());
+        }
+
+        void write(GenericRow row) throws Exception {
+            int bucket =
+                    assigner.assign(
+                            extractor.partition(row), extractor.trimmedPrimaryKey(row).hashCode());
+            w.write.write(row, bucket);
+        }
+
+        void commit() throws Exception {
+            assigner.prepareCommit(w.identifier);
+            w.commit(true);
+        }
+
+        @Override
+        public void close() throws Exception {
+            w.close();
+        }
+    }
+
+    /**
+     * Writes a cross-partition table (bucket = -1, the primary key without the partition column) as Paimon's Flink
+     * sink does: a GlobalIndexAssigner (RocksDB, bootstrapped from the table's rows) knows each key's partition and
+     * bucket; a key that moves to another partition is deleted from its old one.
+     */
+    static class CrossPartitionWriter implements AutoCloseable {
+        final Writer w;
+        final org.apache.paimon.crosspartition.GlobalIndexAssigner assigner;
+
+        CrossPartitionWriter(Table t) throws Exception {
+            this.w = new Writer(t);
+            this.assigner = new org.apache.paimon.crosspartition.GlobalIndexAssigner(t);
+            assigner.open(
+                    64L << 20,
+                    ioManager,
+                    1,
+                    0,
+                    (row, bucket) -> {
+                        try {
+                            w.write.write(row, bucket);
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    });
+            new org.apache.paimon.crosspartition.IndexBootstrap(t)
+                    .bootstrap(
+                            1,
+                            0,
+                            row -> {
+                                try {
+                                    assigner.bootstrapKey(row);
+                                } catch (java.io.IOException e) {
+                                    throw new RuntimeException(e);
+                                }
+                            });
+            assigner.endBoostrap(false);
+        }
+
+        void write(GenericRow row) throws Exception {
+            assigner.processInput(row);
+        }
+
+        void commit() throws Exception {
+            w.commit(true);
+        }
+
+        @Override
+        public void close() throws Exception {
+            assigner.close();
+            w.close();
+        }
+    }
+
+    static Schema.Builder partitionedKv() {
+        return Schema.newBuilder()
+                .column("dt", DataTypes.STRING().notNull())
+                .column("id", DataTypes.INT().notNull())
+                .column("name", DataTypes.STRING())
+                .column("v", DataTypes.BIGINT())
+                .partitionKeys("dt");
+    }
+
+    static GenericRow kv(RowKind kind, String dt, int id, int version) {
+        return row(kind, s(dt), id, s("r" + id + "_v" + version), (long) id * 100 + version);
+    }
+
+    /**
+     * The deletion-vector table of issue 34: two partitions x 4 buckets, six commits of upserts and deletes, a full
+     * compaction at commit 4; commit 5 waits for its compaction, which marks the rows it replaces in the compacted
+     * files' deletion vectors (so the files a batch read reads have deletion files), commit 6 only writes.
+     */
+    static void dvPartitioned(Catalog catalog) throws Exception {
+        Table t =
+                create(
+                        catalog,
+                        "pk_dv_parts",
+                        partitionedKv()
+                                .primaryKey("dt", "id")
+                                .option("bucket", "4")
+                                .option("deletion-vectors.enabled", "true")
+                                .option("num-sorted-run.compaction-trigger", "5")
+                                .build());
+        String[] parts = {"p1", "p2"};
+        try (Writer w = new Writer(t)) {
+            for (String p : parts) {
+                for (int i = 0; i < 200; i++) {
+                    w.write(kv(RowKind.INSERT, p, i, 1));
+                }
+            }
+            w.commit(true);
+            for (String p : parts) {
+                for (int i = 0; i < 100; i++) {
+                    w.write(kv(RowKind.INSERT, p, i, 2));
+                }
+                for (int i = 150; i < 170; i++) {
+                    w.write(kv(RowKind.DELETE, p, i, 1));
+                }
+            }
+            w.commit(true);
+            for (String p : parts) {
+                for (int i = 50; i < 150; i++) {
+                    w.write(kv(RowKind.UPDATE_AFTER, p, i, 3));
+                }
+                for (int i = 10; i < 20; i++) {
+                    w.write(kv(RowKind.DELETE, p, i, 2));
+                }
+            }
+            w.commit(true);
+            w.fullCompact();
+            for (String p : parts) {
+                for (int i = 0; i < 60; i++) {
+                    w.write(kv(RowKind.INSERT, p, i, 5));
+                }
+                for (int i = 120; i < 130; i++) {
+                    w.write(kv(RowKind.DELETE, p, i, 3));
+                }
+            }
+            w.commit(true);
+        }
+        // the last commit writes only (a compaction now would merge every run, deletion vectors gone): the
+        // compacted files keep the deletion vectors of commit 5's compaction, the new rows wait in level 0
+        Map<String, String> writeOnly = new HashMap<>();
+        writeOnly.put("write-only", "true");
+        try (Writer w = new Writer(((FileStoreTable) t).copy(writeOnly))) {
+            for (String p : parts) {
+                for (int i = 100; i < 180; i++) {
+                    w.write(kv(RowKind.INSERT, p, i, 6));
+                }
+                for (int i = 30; i < 35; i++) {
+                    w.write(kv(RowKind.DELETE, p, i, 5));
+                }
+            }
+            w.commit();
+        }
+    }
+
+    /**
+     * A dynamic-bucket table written by Flink's bucket assigner, small buckets (30 keys): buckets are added as
+     * keys arrive. Five commits: inserts, upserts that add keys, deletes, a full compaction, inserts again.
+     */
+    static void dynamicBucket(Catalog catalog, String name, Schema.Builder schema) throws Exception {
+        Table t = create(catalog, name, schema.build());
+        String[] parts = {"p1", "p2"};
+        try (DynamicWriter d = new DynamicWriter(t)) {
+            for (String p : parts) {
+                for (int i = 0; i < 100; i++) {
+                    d.write(kv(RowKind.INSERT, p, i, 1));
+                }
+            }
+            d.commit();
+            for (String p : parts) {
+                for (int i = 50; i < 150; i++) {
+                    d.write(kv(RowKind.INSERT, p, i, 2));
+                }
+            }
+            d.commit();
+            for (String p : parts) {
+                for (int i = 0; i < 10; i++) {
+                    d.write(kv(RowKind.DELETE, p, i, 1));
+                }
+                for (int i = 120; i < 125; i++) {
+                    d.write(kv(RowKind.DELETE, p, i, 2));
+                }
+            }
+            d.commit();
+            d.w.fullCompact();
+            for (String p : parts) {
+                for (int i = 0; i < 20; i++) {
+                    d.write(kv(RowKind.INSERT, p, i, 5));
+                }
+                for (int i = 150; i < 200; i++) {
+                    d.write(kv(RowKind.INSERT, p, i, 5));
+                }
+            }
+            d.commit();
+        }
+    }
+
+    static String crossPart(int id, int move) {
+        return "p" + ((id + move) % 3);
+    }
+
+    /**
+     * A cross-partition table: primary key (id), partitioned by dt, dynamic buckets. Keys move between partitions
+     * (the assigner deletes them from their old one), some are deleted, a full compaction.
+     */
+    static void crossPartition(Catalog catalog) throws Exception {
+        Table t =
+                create(
+                        catalog,
+                        "cross_part",
+                        partitionedKv()
+                                .primaryKey("id")
+                                .option("bucket", "-1")
+                                .option("dynamic-bucket.target-row-num", "40")
+                                .build());
+        try (CrossPartitionWriter c = new CrossPartitionWriter(t)) {
+            for (int i = 0; i < 200; i++) {
+                c.write(kv(RowKind.INSERT, crossPart(i, 0), i, 1));
+            }
+            c.commit();
+            for (int i = 0; i < 100; i++) {
+                c.write(kv(RowKind.INSERT, crossPart(i, 1), i, 2));
+            }
+            c.commit();
+            for (int i = 150; i < 160; i++) {
+                c.write(kv(RowKind.DELETE, crossPart(i, 0), i, 1));
+            }
+            c.commit();
+            for (int i = 50; i < 80; i++) {
+                c.write(kv(RowKind.INSERT, crossPart(i, 2), i, 4));
+            }
+            for (int i = 200; i < 240; i++) {
+                c.write(kv(RowKind.INSERT, crossPart(i, 0), i, 4));
+            }
+            c.commit();
+            c.w.fullCompact();
+        }
+    }
+
+    /**
+     * Dynamic-bucket and cross-partition tables written step by step while paimon-tail serves them: each step adds
+     * keys (and buckets), moves some between partitions (cross_part) and deletes one.
+     */
+    static void liveKinds(Catalog catalog, String name, int step) throws Exception {
+        Identifier ident = Identifier.create(DB, name);
+        boolean cross = name.equals("live_cross");
+        Table t;
+        if (step == 0) {
+            Schema.Builder b =
+                    partitionedKv()
+                            .option("bucket", "-1")
+                            .option("dynamic-bucket.target-row-num", "25");
+            t = create(catalog, name, (cross ? b.primaryKey("id") : b.primaryKey("dt", "id")).build());
+        } else {
+            t = catalog.getTable(ident);
+        }
+        if (cross) {
+            try (CrossPartitionWriter c = new CrossPartitionWriter(t)) {
+                for (int i = step * 30; i < step * 30 + 60; i++) {
+                    c.write(kv(RowKind.INSERT, crossPart(i, step), i, step));
+                }
+                if (step > 0) {
+                    c.write(kv(RowKind.DELETE, crossPart(step * 7, step - 1), step * 7, step));
+                }
+                c.commit();
+            }
+            return;
+        }
+        try (DynamicWriter d = new DynamicWriter(t)) {
+            for (String p : new String[] {"p1", "p2"}) {
+                for (int i = step * 30; i < step * 30 + 60; i++) {
+                    d.write(kv(RowKind.INSERT, p, i, step));
+                }
+                if (step > 0) {
+                    d.write(kv(RowKind.DELETE, p, step * 7, step));
+                }
+            }
+            d.commit();
         }
     }
 

@@ -279,3 +279,31 @@ def test_buckets_added_while_serving(kinds):
     assert len(checked) >= 2
     final = _check(kinds, "dyn", _keys("dyn", range(0, 700, 3)), min_snapshot=last)
     assert final["snapshots"] == 1 and final["found"] > 150
+
+
+def test_the_coordinator_routes_keys_given_as_json(kinds):
+    """What grpcurl sends: JSON keys (a text value parsed by its column's type), no bucket, to the one registered
+    address; the coordinator routes them through the lookup client's core and answers every key."""
+    from google.protobuf import json_format
+
+    wh = kinds[0]
+    reg = json.load(open(os.path.join(wh.path, "db.db", "dyn", "service", "service-paimon-tail-lookup")))
+    oracle = wh.batch_read("dyn")
+    wanted = [("d0", 4), ("d1", 5), ("d0", 5), ("d2", 399), ("d1", 16)]
+    keys = [v for dt, i in wanted for v in ({"text": dt}, {"text": str(i)})]  # every value as text
+    with grpc.insecure_channel(reg["addresses"][0]) as ch:
+        stub = pbg.ExecutorServiceStub(ch)
+        answer = json_format.MessageToDict(stub.Lookup(json_format.ParseDict(
+            {"table": "db.dyn", "key": keys, "rowValues": True}, pb.LookupRequest()), timeout=20))
+        with pytest.raises(grpc.RpcError) as bad:
+            stub.Lookup(pb.LookupRequest(table="db.dyn", key=[pb.Value(int=1)]), timeout=20)
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "1 key values for keys of 2" in bad.value.details()
+    expected = [oracle.get(k) for k in wanted]
+    found = answer.get("found", [])
+    assert found == [p for p, row in enumerate(expected) if row is not None] and found
+    width = len(answer["columns"])
+    for j, pos in enumerate(found):
+        values = answer["values"][j * width:(j + 1) * width]
+        row = dict(zip(answer["columns"], [None if not v else int(v["int"]) if "int" in v else v["text"]
+                                           for v in values]))
+        assert row == expected[pos]

@@ -286,12 +286,16 @@ class LookupClient:
         """Latest merged rows for ``keys`` (mappings, scalars for one-column keys, tuples in key order, or an
         Arrow table / record batch with the key columns)."""
         self._bind_loop()
-        op = self._operation(keys, select, min_snapshot, timeout, parsed)
+        return await self._carry(self._operation(keys, select, min_snapshot, timeout, parsed))
 
+    async def _carry(self, op):
+        """Attempts of ``op`` (a ``Lookup`` or a ``OneKey``) until it settles: its calls at once, their outcomes
+        absorbed, retried by the one policy; its result."""
         async def attempt() -> None:
             route = await self.discover(op.deadline, force=op.attempts > 0)
             calls = op.plan(route)
-            outcomes = await asyncio.gather(*[self._send(c) for c in calls])
+            outcomes = [await self._send(calls[0])] if len(calls) == 1 else \
+                await asyncio.gather(*[self._send(c) for c in calls])
             for call, outcome in zip(calls, outcomes):
                 if op.absorb(call, outcome):
                     await self._drop_channel(call.address)
@@ -318,20 +322,7 @@ class LookupClient:
                   timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:
         """The latest row of one key as a dict, or None; a key the service cannot answer raises ``ServiceError``."""
         self._bind_loop()
-        op = self._one_key(key, select, min_snapshot, timeout)
-
-        async def attempt() -> None:
-            route = await self.discover(op.deadline, force=op.attempts > 0)
-            calls = op.plan(route)
-            outcomes = [await self._send(calls[0])] if len(calls) == 1 else \
-                await asyncio.gather(*[self._send(c) for c in calls])
-            for call, outcome in zip(calls, outcomes):
-                if op.absorb(call, outcome):
-                    await self._drop_channel(call.address)
-            op.settle()
-
-        await run_async(attempt, lambda: retrying(op.deadline, op.give_up))
-        return op.result()
+        return await self._carry(self._one_key(key, select, min_snapshot, timeout))
 
     async def executors(self) -> pb.ExecutorsResponse:
         return (await self.discover(Deadline(self.timeout), force=True)).response

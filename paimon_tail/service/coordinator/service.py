@@ -36,12 +36,13 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
 from ..protocol.addresses import NoAddress, advertised
-from ..protocol.probes import ADDRESS_SERVICE, Probes
+from ..protocol.probes import ADDRESS_SERVICE, EXECUTOR_SERVICE, Probes
 from ..protocol.security import Security, add_port, is_loopback, server_options
 from .assignment import default_channels
 from .launcher import ExecutorLauncher, LocalProcesses
 from .lease import ACTIVE, DRAINING, STANDBY, STOPPED, Lease
 from .registry import Registry
+from .routed_lookups import RoutedLookups
 from .scanner import TableLayout, TableScanner
 from .servicer import AddressServicer
 
@@ -118,6 +119,7 @@ class QueryService:
         self.service_id = regmod.new_service_id()
         self.tables: Dict[str, object] = {}
         self.scanners: Dict[str, TableScanner] = {}
+        self.routed: Optional[RoutedLookups] = None
         self.health: Dict[str, StorageHealth] = {name: StorageHealth() for name in options.tables}
         self.launcher: Optional[ExecutorLauncher] = options.launcher
         if self.launcher is None and self.num_executors:
@@ -183,13 +185,14 @@ class QueryService:
                                       interceptors=o.security.server_interceptors())
         from ... import __version__
 
-        pbg.add_AddressServiceServicer_to_server(
-            AddressServicer(self.registry, lambda: self.address, __version__,
-                            outage=lambda table: self.health[table].outage if table in self.health else None,
-                            layout=self._layout, lease=self.lease),
-            self.server,
-        )
-        self.probes.add_to(self.server, [ADDRESS_SERVICE])
+        addresses = AddressServicer(self.registry, lambda: self.address, __version__,
+                                    outage=lambda table: self.health[table].outage if table in self.health else None,
+                                    layout=self._layout, lease=self.lease)
+        pbg.add_AddressServiceServicer_to_server(addresses, self.server)
+        # lookups of keys a client does not route itself (grpcurl): routed here, by the lookup client's core
+        self.routed = RoutedLookups(self.tables, o.security, addresses.standing_by)
+        pbg.add_ExecutorServiceServicer_to_server(self.routed, self.server)
+        self.probes.add_to(self.server, [ADDRESS_SERVICE, EXECUTOR_SERVICE])
         if o.port:
             check_can_listen(o.host, o.port)  # before gRPC, whose own log line would come first and say less
         try:
@@ -448,6 +451,8 @@ class QueryService:
         if self.server is not None:
             await self.server.stop(0.5)
             self.server = None
+        if self.routed is not None:
+            await self.routed.close()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
             self._metrics_server.server_close()

@@ -37,7 +37,7 @@ class AddressServicer(pbg.AddressServiceServicer):
             await context.abort(grpc.StatusCode.NOT_FOUND,
                                 f"table {table} is not served here (serving {', '.join(self.registry.tables)})")
 
-    def _standing_by(self) -> Optional[str]:
+    def standing_by(self) -> Optional[str]:
         """Why this coordinator does not coordinate now (a standby, or one handing over), or None."""
         lease = self.lease
         if lease is None or lease.role == ACTIVE:
@@ -48,15 +48,15 @@ class AddressServicer(pbg.AddressServiceServicer):
 
     async def Executors(self, request, context):
         await self._check_table(request.table, context)
-        why = self._standing_by()
+        why = self.standing_by()
         if why is not None:  # clients try the next address (UNAVAILABLE is what they retry)
             await context.abort(grpc.StatusCode.UNAVAILABLE, why)
         return self.registry.executors(request.table, request.protocol_version)
 
     async def Standby(self, request, context):
         lease = self.lease
-        if lease is None or self._standing_by() is not None:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, self._standing_by() or "no standbys here")
+        if lease is None or self.standing_by() is not None:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, self.standing_by() or "no standbys here")
         reg = self.registry
         if request.warehouse.rstrip("/") != reg.warehouse or sorted(request.tables) != sorted(reg.tables):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "a standby must serve the same tables of the "
@@ -122,7 +122,7 @@ class AddressServicer(pbg.AddressServiceServicer):
         if not first.HasField("hello"):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad executor hello: the first message of a "
                                 "Join call must be a hello")
-        why = self._standing_by()
+        why = self.standing_by()
         hello = first.hello
         if why is not None and not (hello.index >= 0 and hello.service_id == self.registry.service_id):
             await context.abort(grpc.StatusCode.UNAVAILABLE, why)  # (its own executors join it while it stands by)

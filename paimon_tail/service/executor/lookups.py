@@ -24,7 +24,7 @@ from ..keys.routing import partition_path
 from ..metrics import LookupStats
 from ..protocol import lookup_pb2 as pb
 from ..protocol.changes import BucketKey
-from ..protocol.wire import ipc_stream, stream_of
+from ..protocol.wire import ipc_stream, stream_of, value_kind
 from ..store.runs import positions_by_code
 from .state import TableState, View
 
@@ -423,21 +423,6 @@ class Lookups:
                        Why.MOVED)
 
 
-def _value_kind(t: pa.DataType) -> Optional[str]:
-    """The ``Value`` field a column's values travel in when rows are answered as values (None: Arrow only)."""
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_floating(t) and not pa.types.is_float16(t):
-        return "real"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "text"
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "binary"
-    return None
-
-
 _KINDS: Dict[int, tuple] = {}  # id(target) → (target, its columns' Value fields or None)
 
 
@@ -445,7 +430,7 @@ def _value_kinds(target) -> Optional[List[str]]:
     """Each column's ``Value`` field, or None when a column's type has none (rows then go as Arrow IPC)."""
     entry = _KINDS.get(id(target))
     if entry is None or entry[0] is not target:
-        kinds = [_value_kind(f.type) for f in target.schema]
+        kinds = [value_kind(f.type) for f in target.schema]
         entry = _KINDS[id(target)] = (target, None if None in kinds else kinds)
     return entry[1]
 

@@ -157,12 +157,22 @@ def demo_dir(tmp_path):
         os.kill(pid, signal.SIGKILL)
 
 
+_BASETEMP: List[str] = []  # this run's temporary root (other runs on the machine have their own)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remember_basetemp(tmp_path_factory):
+    _BASETEMP.append(str(tmp_path_factory.getbasetemp()))
+    yield
+
+
 def pytest_sessionfinish(session, exitstatus) -> None:
     """A demo writer keeps committing until ``demo --stop`` (by design): a test that starts one stops it (the
-    ``demo_dir`` fixture). One still running at the end of the run is a test's leak: killed, and the run fails."""
-    import tempfile
-
-    leaked = writers_of(os.path.join(tempfile.gettempdir(), "pytest-of-"), prefix=True)
+    ``demo_dir`` fixture). One still running at the end of the run is a test's leak: killed, and the run fails.
+    Only this run's: a writer under another run's temporary root belongs to that run."""
+    if not _BASETEMP:
+        return
+    leaked = writers_of(os.path.join(_BASETEMP[0], ""), prefix=True)
     for pid in leaked:
         try:
             os.kill(pid, signal.SIGKILL)

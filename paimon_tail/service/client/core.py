@@ -346,6 +346,7 @@ class Lookup:
         # keys without a bucket (``prepared.fanout``): asked of every executor; found by one of them
         self.fanout = prepared.fanout
         self.found_mask = np.zeros(prepared.n, dtype=bool) if self.fanout else None
+        self.newest_at = np.zeros(prepared.n, dtype=np.int64) if self.fanout else None  # (answered_at: the oldest)
         self._uncovered = ""
 
     # -- plan ---------------------------------------------------------------------------------------------
@@ -357,6 +358,7 @@ class Lookup:
             # every owner is asked; a key found by none is missing as of the oldest snapshot among the answers
             groups = [(ex, pending) for ex in route.owner_set]
             self.answered_at[pending] = _UNANSWERED
+            self.newest_at[pending] = 0
             self._uncovered = f"no executor serves {route.uncovered} of {route.channels} channels now " \
                               "(waiting for one to join)" if route.uncovered or not groups else ""
         elif len(pending) == 1:
@@ -394,7 +396,8 @@ class Lookup:
         if prep.one is not None and len(idx) == 1 and route.v2:
             return pb.LookupRequest(table=self.table, key=prep.one, buckets=[int(prep.buckets[0])],
                                     min_snapshot_id=self.min_snapshot, select=self.select,
-                                    protocol_version=PROTOCOL_VERSION)
+                                    protocol_version=PROTOCOL_VERSION,
+                                    owners_print=route.owners_print if self.fanout else 0)
         table = prep.key_table
         sub = table if len(idx) == prep.n else table.take(indices(idx))
         return pb.LookupRequest(table=self.table, keys_ipc=ipc_stream(sub), buckets=prep.buckets[idx].tolist(),
@@ -425,7 +428,8 @@ class Lookup:
         if self.fanout:
             at = self.answered_at
             rest = call.positions[~self.found_mask[call.positions]]
-            at[rest] = np.minimum(at[rest], snap)  # not found here: as of the oldest answer (unless found)
+            at[rest] = np.minimum(at[rest], snap)  # not found here: the oldest and newest answers (unless found)
+            self.newest_at[rest] = np.maximum(self.newest_at[rest], snap)
             if found is not None:
                 new = ~self.found_mask[found]
                 if not new.all():  # (one row a key: a key two executors hold is answered once)
@@ -465,6 +469,11 @@ class Lookup:
             raise Again(reason)
         self.pending = np.empty(0, dtype=np.int64)
 
+    @property
+    def complete(self) -> bool:
+        """Nothing left to wait for in this attempt: every key asked of every executor was found by one."""
+        return self.fanout and bool(self.found_mask[self.pending].all())
+
     def _settle_fanout(self) -> None:
         """A key found by one executor is answered, whatever the others said; one found by none is asked again
         when any executor could not vouch for its absence (or some channel had no executor to ask)."""
@@ -479,6 +488,20 @@ class Lookup:
             rest = self.pending[~found[self.pending]]
             if len(rest):
                 self._again(rest, self._uncovered)
+        # a key found nowhere is missing as of one snapshot only if every executor answered at it: when they
+        # answered at different ones (a commit being applied), it is asked again at the newest
+        rest = self.pending[~found[self.pending]]
+        if len(rest):
+            if self.failed:
+                rest = rest[~np.isin(rest, list(self.failed))]
+            split = rest[self.answered_at[rest] != self.newest_at[rest]]
+            if self._retry and len(split):
+                split = split[~np.isin(split, np.concatenate(self._retry))]
+            if len(split):
+                newest = int(self.newest_at[split].max())
+                self._again(split, f"executors answered at snapshots {int(self.answered_at[split].min())} to "
+                                   f"{newest}: asking again at {newest}")
+                self.min_snapshot = max(self.min_snapshot, newest)
         if len(self._retry) > 1:  # one key may be asked again for several reasons: once
             self._retry, self._reasons = [np.unique(np.concatenate(self._retry))], [self._reasons[-1]]
 
@@ -575,7 +598,7 @@ class OneKey:
 
     __slots__ = ("table", "request", "bucket", "part_hash", "min_snapshot", "deadline", "call_timeout",
                  "_first_row", "attempts", "route", "row", "failure", "snapshot_id", "schema_id", "_reason", "fanout",
-                 "_found")
+                 "_found", "_newest")
 
     def __init__(self, table: str, request: pb.LookupRequest, bucket: int, part_hash: int,
                  min_snapshot: Optional[int], deadline: Deadline, call_timeout: float, first_row: Callable) -> None:
@@ -596,6 +619,7 @@ class OneKey:
         # a key without a bucket (-1): asked of every executor, found by one of them (``Lookup`` does the same)
         self.fanout = bucket < 0
         self._found = False
+        self._newest = 0  # the newest snapshot an executor that did not hold the key answered at
 
     def plan(self, route: Route) -> List[Call]:
         self.route = route
@@ -615,7 +639,7 @@ class OneKey:
 
     def _plan_fanout(self, route: Route) -> List[Call]:
         self.request.owners_print = route.owners_print
-        self.row, self._found, self.snapshot_id = None, False, _UNANSWERED
+        self.row, self._found, self.snapshot_id, self._newest = None, False, _UNANSWERED, 0
         left = self.deadline.left()
         calls = []
         for ex in route.owner_set:
@@ -684,12 +708,26 @@ class OneKey:
             return drop
         self.row = None
         self.snapshot_id = min(before[1], snap) if not reason else before[1]
+        if not reason:
+            self._newest = max(self._newest, snap)
         self.schema_id = max(before[2], schema)
         self.failure = before[3] or failure
         self._reason = reason or before[4]
         return drop
 
+    @property
+    def complete(self) -> bool:
+        """Nothing left to wait for in this attempt: an executor answered the key's row (when every executor was
+        asked, the others' answers can only say they do not hold it)."""
+        return self._found
+
     def settle(self) -> None:
+        if self.fanout and not self._found and not self._reason and not self.failure and \
+                self.snapshot_id != self._newest:  # missing as of no one snapshot: ask again at the newest
+            self._reason = f"executors answered at snapshots {self.snapshot_id} to {self._newest}: asking again " \
+                           f"at {self._newest}"
+            self.min_snapshot = max(self.min_snapshot, self._newest)
+            self.request.min_snapshot_id = self.min_snapshot
         if self._reason:
             reason, self._reason = self._reason, ""
             self.attempts += 1

@@ -17,6 +17,7 @@ Every call has a deadline; when an executor moved or died the client re-discover
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 from contextlib import aclosing
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -280,6 +281,9 @@ class LookupClient:
         except grpc.aio.AioRpcError as e:
             return e
 
+    async def _sent(self, call) -> Tuple[Any, Any]:
+        return call, await self._send(call)
+
     async def lookup(self, keys: Any, *, select: Optional[Sequence[str]] = None,
                      min_snapshot: Optional[int] = None, timeout: Optional[float] = None,
                      parsed: bool = False) -> LookupResult:
@@ -294,11 +298,21 @@ class LookupClient:
         async def attempt() -> None:
             route = await self.discover(op.deadline, force=op.attempts > 0)
             calls = op.plan(route)
-            outcomes = [await self._send(calls[0])] if len(calls) == 1 else \
-                await asyncio.gather(*[self._send(c) for c in calls])
-            for call, outcome in zip(calls, outcomes):
-                if op.absorb(call, outcome):
-                    await self._drop_channel(call.address)
+            if len(calls) == 1:
+                if op.absorb(calls[0], await self._send(calls[0])):
+                    await self._drop_channel(calls[0].address)
+            elif calls:
+                pending = [asyncio.ensure_future(self._sent(c)) for c in calls]
+                try:
+                    for arrived in asyncio.as_completed(pending):
+                        call, outcome = await arrived
+                        if op.absorb(call, outcome):
+                            await self._drop_channel(call.address)
+                        if op.complete:
+                            break
+                finally:
+                    for task in pending:
+                        task.cancel()
             op.settle()
 
         await run_async(attempt, lambda: retrying(op.deadline, op.give_up))
@@ -446,10 +460,8 @@ class LookupClient:
         def attempt() -> None:
             route = self.discover_sync(op.deadline, force=op.attempts > 0)
             calls = op.plan(route)
-            if len(calls) > 1:  # a key without a bucket: every executor at once
-                for call, outcome in zip(calls, self._send_sync(calls)):
-                    if op.absorb(call, outcome):
-                        self._drop_sync_channel(call.address)
+            if len(calls) > 1:  # a key without a bucket: every executor at once, done when one has its row
+                self._fan_out_sync(op, calls)
             elif calls:
                 call = calls[0]
                 if self._coalescer is not None and route.shared_calls and not op.min_snapshot and \
@@ -467,6 +479,25 @@ class LookupClient:
 
         run_sync(attempt, lambda: retrying(op.deadline, op.give_up))
         return op.result()
+
+    def _fan_out_sync(self, op: OneKey, calls) -> None:
+        """One key asked of every executor at once: each answer absorbed as it comes, until one has the key's
+        row (the others' answers are not waited for) or every executor answered."""
+        arrived: "queue.SimpleQueue" = queue.SimpleQueue()
+        md = self._metadata or None
+        for call in calls:
+            future = self._sync_stub(call.address).Lookup.future(call.request, timeout=call.timeout, metadata=md)
+            future.add_done_callback(lambda f, call=call: arrived.put((call, f)))
+        for _ in calls:
+            call, future = arrived.get()
+            try:
+                outcome = future.result()
+            except grpc.RpcError as e:
+                outcome = e
+            if op.absorb(call, outcome):
+                self._drop_sync_channel(call.address)
+            if op.complete:
+                return
 
     def executors_sync(self) -> pb.ExecutorsResponse:
         return self.discover_sync(Deadline(self.timeout), force=True).response

@@ -74,7 +74,7 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, force_bina
         from ..service.client.quick import FewRows, lookup_keys
 
         answer = lookup_keys(table, keys, catalog, security=security, select=columns, min_snapshot=min_snapshot,
-                             timeout=timeout, values=out.takes_values)
+                             timeout=timeout, values=out.takes_values, on_wait=_waiting)
         if isinstance(answer, FewRows):
             rows.write_values(answer)
         else:
@@ -90,7 +90,7 @@ def _lookup_stream(table, keys, catalog, security, columns, min_snapshot, timeou
     """The keys of the command line and then those of ``--keys-from``, chunk by chunk, several in flight."""
     from ..service.client import LookupClient
 
-    client = LookupClient(table, catalog, security=security, timeout=timeout)
+    client = LookupClient(table, catalog, security=security, timeout=timeout, on_wait=_waiting)
     parsed = [client.parser.from_text(k) for k in keys]
     stream = _open_keys(keys_from)
 
@@ -120,6 +120,15 @@ def _lookup_stream(table, keys, catalog, security, columns, min_snapshot, timeou
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+
+
+
+
+def _waiting(message: str) -> None:
+    """On a terminal, say that the lookup waits (for a service that is starting), as kcat says it waits for a
+    broker; piped, say nothing: the answer or the error line follows."""
+    if sys.stderr.isatty():
+        click.echo(f"{message}…", err=True)
 
 
 __all__ = ["key_tables", "lookup"]

@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from contextlib import aclosing
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, AsyncIterator, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import grpc
 import numpy as np
@@ -44,6 +45,7 @@ from .core import (Again, Deadline, Lookup, LookupResult, LookupTimeout, OneKey,
                    unreachable_error)
 
 DEFAULT_BATCH = 10_000
+START_GRACE = 5.0  # seconds a lookup waits for a registration that is not there (a serve that is starting)
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
 _INT_TYPES = ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT")
 _TEXT_TYPES = ("STRING", "VARCHAR", "CHAR")
@@ -53,7 +55,8 @@ class LookupClient:
     def __init__(self, table, catalog: Optional[CatalogConfig] = None, *, warehouse: Optional[str] = None,
                  options: Mapping[str, str] | Sequence[str] = (), config_file: Optional[str] = None,
                  security: Optional[Security] = None, timeout: float = 10.0, call_timeout: float = 2.0,
-                 batch_size: int = DEFAULT_BATCH, max_in_flight: int = 64, share_calls: bool = True) -> None:
+                 batch_size: int = DEFAULT_BATCH, max_in_flight: int = 64, share_calls: bool = True,
+                 on_wait: Optional[Callable[[str], None]] = None) -> None:
         if isinstance(table, str):
             if catalog is None:
                 catalog = catalog_config(warehouse, options, config_file)
@@ -87,6 +90,7 @@ class LookupClient:
         # concurrent get_sync calls to one executor share gRPC calls (coalesce.py); share_calls=False: never
         self._coalescer = Coalescer(self._metadata, self._first_row) if share_calls else None
         self._no_partition = self.routing.partition_hash(())
+        self.on_wait = on_wait  # told (once a lookup) when it waits for a service to be registered
 
     # -- keys (no I/O) ------------------------------------------------------------------------------------
     def parse_keys(self, keys: Sequence[Any]) -> List[Dict[str, Any]]:
@@ -218,8 +222,17 @@ class LookupClient:
             return None
         return self._route
 
-    def _registration(self) -> regmod.Registration:
+    def _registration(self, deadline: Optional[Deadline] = None) -> regmod.Registration:
+        """The service's registration; with ``deadline``, one that is not there yet is waited for a while (a
+        ``serve`` starting: ``serve db.t &`` then ``lookup db.t 1`` at once), within the deadline."""
         reg = regmod.parse(self.meta.read_text(regmod.SERVICE_FILE))
+        if reg is None and deadline is not None:
+            until = min(deadline.at, time.monotonic() + START_GRACE)
+            if self.on_wait is not None and until > time.monotonic():
+                self.on_wait(f"waiting for {self.name} to be served")
+            while reg is None and time.monotonic() < until:
+                time.sleep(0.05)
+                reg = regmod.parse(self.meta.read_text(regmod.SERVICE_FILE))
         return check_registration(reg, self.name, self.security.tls, bool(self.security.token))
 
     # -- async transport ----------------------------------------------------------------------------------
@@ -247,7 +260,7 @@ class LookupClient:
         if self._route is not None and not force:
             return self._route
         self._bind_loop()
-        seen = [await asyncio.to_thread(self._registration)]
+        seen = [await asyncio.to_thread(self._registration, deadline)]
         within = discovery_deadline(seen[0], deadline)
 
         async def attempt() -> Route:
@@ -392,7 +405,7 @@ class LookupClient:
         route = self._route
         if route is not None and not force:
             return route
-        seen = [self._registration()]
+        seen = [self._registration(deadline)]
         within = discovery_deadline(seen[0], deadline)
 
         def attempt() -> Route:

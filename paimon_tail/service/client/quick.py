@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -54,7 +54,8 @@ class FewRows:
 
 def lookup_keys(table: str, texts: Sequence[str], catalog: "CatalogConfig", *, security: Security,
                 select: Optional[Sequence[str]] = None, min_snapshot: Optional[int] = None, timeout: float = 10.0,
-                values: bool = True) -> Union[FewRows, "LookupResult"]:
+                values: bool = True, on_wait: Optional[Callable[[str], None]] = None
+                ) -> Union[FewRows, "LookupResult"]:
     """Keys as a command line writes them (``42``, ``id=42,dt=2026-11-01``), answered the quickest way that can:
     without pyarrow when ``values`` (the caller takes ``FewRows``), no ``min_snapshot`` is asked for and the table is
     local and plain, within half of ``timeout``; else ``LookupClient`` answers (a ``LookupResult``) within the time
@@ -72,7 +73,8 @@ def lookup_keys(table: str, texts: Sequence[str], catalog: "CatalogConfig", *, s
                 return few
     from .lookup_client import LookupClient
 
-    client = LookupClient(table, catalog, security=security, timeout=max(0.1, timeout - (time.monotonic() - started)))
+    client = LookupClient(table, catalog, security=security, timeout=max(0.1, timeout - (time.monotonic() - started)),
+                          on_wait=on_wait)
     try:
         return client.lookup_sync([client.parser.from_text(k) for k in texts], select=select,
                                   min_snapshot=min_snapshot, parsed=True)

@@ -311,6 +311,8 @@ class TableState:
         self.owned = frozenset(owned)
         gone = {k for k in (*v.stores, *v.files, *v.broken) if self.channel_of(k) not in self.owned}
         if served == v.served and not gone:
+            if v.complete != (self.owned <= served):  # channels to load: no absence vouched for until they are
+                self.view = self._opened(v)
             return
         self.view = self._opened(replace(
             v, served=served, stores={k: s for k, s in v.stores.items() if k not in gone},

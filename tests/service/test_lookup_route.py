@@ -67,94 +67,35 @@ def test_an_executor_that_cannot_take_calls_is_not_planned():
     assert sorted(op.pending.tolist()) == [1, 3]
 
 
-# ------------------------------------------------------------------------- keys without a bucket (fan-out)
-def _answer(found=(), snapshot=1, rows=None, failed=()) -> pb.LookupResponse:
-    from paimon_tail.service.protocol.wire import ipc_stream
+# ------------------------------------------------------------------------- keys routed by slot
+def test_a_slotted_tables_keys_route_by_the_hash_of_their_trimmed_key():
+    """Dynamic-bucket, postpone and cross-partition tables: a key's routing bucket is its slot, Paimon's hash of the
+    trimmed primary key modulo KEY_SLOTS (bit for bit what bucket_hash computes for many keys), the same in the
+    plain-Python, vectorised and command-line paths."""
+    from paimon_tail.compat.table_meta import TableMeta
+    from paimon_tail.service.client.quick import _plan
+    from paimon_tail.service.keys.routing import KEY_SLOTS, TableRouting
 
-    table = pa.table({"k": pa.array(rows if rows is not None else list(found), pa.int64())})
-    return pb.LookupResponse(snapshot_id=snapshot, schema_id=0, rows_ipc=ipc_stream(table), found=list(found),
-                             failed=list(failed))
-
-
-def _fanned(n: int):
-    keys = pa.table({"k": pa.array(range(n), pa.int64())})
-    prep = Prepared(np.full(n, -1, np.int32), np.zeros(n, np.int64), None, keys, lambda rows: keys, fanout=True)
-    return Lookup("db.t", prep, None, None, Deadline(10), 2.0, 10_000, None)
-
-
-def test_keys_without_a_bucket_are_asked_of_every_owner_under_its_assignment():
-    from paimon_tail.service.protocol import owners_print
-
-    route = _route([0, 1, 2, 1, 0, 2, 1, 0])
-    op = _fanned(5)
-    calls = op.plan(route)
-    assert sorted(c.executor for c in calls) == [0, 1, 2]
-    assert all(c.positions.tolist() == [0, 1, 2, 3, 4] for c in calls)
-    assert {c.request.owners_print for c in calls} == {owners_print(route._owners)} != {0}
-    assert list(calls[0].request.buckets) == [-1] * 5
-    # a key one executor holds is answered by it; the rest are missing as of the one snapshot all answered at
-    for call, answer in zip(calls, (_answer([1, 3], 7), _answer([], 7), _answer([4], 7))):
-        op.absorb(call, answer)
-    op.settle()
-    r = op.result()
-    assert r.found == [1, 3, 4] and r.missing == [0, 2] and [r.snapshot_of(p) for p in range(5)] == [7] * 5
-
-
-def test_a_key_found_nowhere_at_different_snapshots_is_asked_again_at_the_newest():
-    route = _route([0, 1])
-    op = _fanned(3)
-    calls = op.plan(route)
-    op.absorb(calls[0], _answer([0], 5))  # found at 5: answered, whatever the other says
-    op.absorb(calls[1], _answer([], 6))   # keys 1 and 2: not at 5 (executor 0) nor at 6 (executor 1)
-    with pytest.raises(Again, match="snapshots 5 to 6: asking again at 6"):
-        op.settle()
-    again = op.plan(route)
-    assert [c.positions.tolist() for c in again] == [[1, 2], [1, 2]]
-    assert {c.request.min_snapshot_id for c in again} == {6}
-    op.absorb(again[0], _answer([], 6))
-    op.absorb(again[1], _answer([1], 6, rows=[2]))  # (its row for the position it found)
-    op.settle()
-    r = op.result()
-    assert r.found == [0, 2] and r.missing == [1]
-    assert [r.snapshot_of(p) for p in range(3)] == [5, 6, 6]
-
-
-def test_a_key_an_executor_cannot_vouch_for_is_asked_again_unless_another_holds_it():
-    route = _route([0, 1])
-    op = _fanned(3)
-    calls = op.plan(route)
-    moved = pb.FailedKeys(positions=[0, 1, 2], reason="the channels moved", retry=True)
-    op.absorb(calls[0], _answer([], 4, failed=[moved]))
-    op.absorb(calls[1], _answer([2], 4, rows=[2]))
-    with pytest.raises(Again, match="the channels moved"):
-        op.settle()
-    assert sorted(op.pending.tolist()) == [0, 1]  # key 2 was found: not asked again
-    # a channel with no owner: nothing found is missing until one joins
-    op2 = _fanned(2)
-    calls = op2.plan(_route([0, -1]))
-    assert [c.executor for c in calls] == [0]
-    op2.absorb(calls[0], _answer([0], 3))
-    with pytest.raises(Again, match="no executor serves 1 of 2 channels"):
-        op2.settle()
-    assert op2.pending.tolist() == [1]
-
-
-def test_one_key_without_a_bucket():
-    from paimon_tail.service.client.core import OneKey
-
-    route = _route([0, 1])
-    request = pb.LookupRequest(table="db.t", key=[pb.Value(int=9)], buckets=[-1])
-    op = OneKey("db.t", request, -1, 0, None, Deadline(10), 2.0, lambda data: {"k": 9})
-    calls = op.plan(route)
-    assert [c.executor for c in calls] == [0, 1] and request.owners_print
-    op.absorb(calls[1], _answer([], 8))
-    assert not op.complete
-    op.absorb(calls[0], _answer([], 9))
-    with pytest.raises(Again, match="asking again at 9"):
-        op.settle()
-    assert request.min_snapshot_id == 9
-    calls = op.plan(route)
-    op.absorb(calls[0], _answer([0], 9))
-    assert op.complete  # the other executor's answer is not waited for
-    op.settle()
-    assert op.result() == {"k": 9} and op.snapshot_id == 9
+    fields = [{"id": 0, "dt": None, "name": "dt", "type": "STRING NOT NULL"},
+              {"id": 1, "name": "id", "type": "BIGINT NOT NULL"}, {"id": 2, "name": "v", "type": "STRING"}]
+    for options, pks, kind, route_keys in (({}, ["dt", "id"], "dynamic", ["id"]),
+                                           ({"bucket": "-2"}, ["dt", "id"], "postpone", ["id"]),
+                                           ({"bucket": "-1"}, ["id"], "cross-partition", ["id"]),
+                                           ({"bucket": "4"}, ["dt", "id"], "fixed", ["id"]),
+                                           ({"bucket": "4", "bucket-function.type": "mod"}, ["dt", "id"], "fixed",
+                                            ["id"])):
+        meta = TableMeta("db.t", "/nowhere", 0, [{k: v for k, v in f.items() if k != "dt"} for f in fields], pks,
+                         ["dt"], options)
+        routing = TableRouting.of(meta)
+        assert routing.kind == kind and routing.route_keys == route_keys
+        slotted = kind != "fixed" or "bucket-function.type" in options
+        assert routing.slotted == slotted and routing.routes == (KEY_SLOTS if slotted else 4)
+        keys = [{"dt": f"d{i % 3}", "id": i * 7919} for i in range(40)]
+        one = [routing.bucket(k) for k in keys]
+        many = routing.buckets_of(pa.table({"dt": [k["dt"] for k in keys],
+                                            "id": pa.array([k["id"] for k in keys], pa.int64())})).tolist()
+        assert one == many and len(set(one)) > (20 if slotted else 3) and all(0 <= b < routing.routes for b in one)
+        plan = _plan(meta, keys, None)
+        assert plan["buckets"] == one  # the command line's few keys route alike
+        if kind == "cross-partition":
+            assert routing.key_partition_keys == [] and len(set(plan["partitions"])) == 1

@@ -208,45 +208,54 @@ async def _get_async(wh: Warehouse, name: str, key):
         return await c.get(key)
 
 
-def test_misses_cost_one_call_per_executor(kinds):
-    """A batch of keys no bucket holds: every key missing, none failed, one call per executor."""
+def test_keys_are_routed_to_one_executor_and_misses_cost_what_hits_cost(kinds):
+    """A key of a dynamic-bucket table goes to one executor (its slot's channel's owner): a batch is one call per
+    executor that owns some of its keys, a key one call; keys no bucket holds are missing, none failed."""
     c = _client(kinds, "dyn")
     keys = [{"id": i, "dt": "d9"} for i in range(5000)] + [{"id": i, "dt": "d0"} for i in range(10_000, 15_000)]
     route = c.discover_sync(Deadline(10))
     calls = []
     send = c._send_sync
-    c._send_sync = lambda cs: calls.append(len(cs)) or send(cs)
+    c._send_sync = lambda cs: calls.append(len(cs)) or send(cs)  # (the real calls, counted)
     try:
         r = c.lookup_sync(keys)
     finally:
         c._send_sync = send
     assert r.rows.num_rows == 0 and len(r.missing) == len(keys) and not r.failed
-    assert calls == [len(route.owner_set)] == [2]
+    assert calls == [2]  # one per executor
+    for key in ({"id": 4, "dt": "d0"}, {"id": 10_000, "dt": "d0"}):
+        assert len(c._one_key(key, None, None, None).plan(route)) == 1
+    # the slot's channel names the executor: the one that answers a key is its owner
+    for i in range(0, 300, 7):
+        key = {"id": i, "dt": f"d{i % 2}"}
+        (call,) = c._one_key(key, None, None, None).plan(route)
+        assert call.executor == route.owner(c.routing.partition_hash((key["dt"],)), c.routing.bucket(key))
 
 
 def test_keys_without_their_bucket(kinds):
-    """A caller that does not compute Paimon's hash sends bucket -1: an executor answers the keys of its own
-    buckets, and names the owner of the others (retry); on a dynamic table every executor answers from its stores."""
+    """A caller that does not compute Paimon's hash sends bucket -1: an executor computes the key's bucket (or slot)
+    and answers the keys of its own channels, and names the owner of the others (retry)."""
     wh = kinds[0]
-    c = _client(kinds, "fixed")
-    route = c.discover_sync(Deadline(10), force=True)
-    oracle = wh.batch_read("fixed")
-    answered = set()
-    for ex in route.owner_set:
-        stub = pbg.ExecutorServiceStub(grpc.insecure_channel(route.executors[ex].address))
-        keys = list(range(N))
-        resp = stub.Lookup(pb.LookupRequest(table="db.fixed", key=[pb.Value(int=k) for k in keys], buckets=[-1] * N,
-                                            protocol_version=PROTOCOL_VERSION, row_values=True), timeout=10)
-        width = len(resp.columns)
-        for j, pos in enumerate(resp.found):
-            row = {col: getattr(v, v.WhichOneof("kind")) if v.WhichOneof("kind") else None
-                   for col, v in zip(resp.columns, resp.values[j * width:(j + 1) * width])}
-            assert row == oracle[(keys[pos],)]
-            answered.add(keys[pos])
-        moved = {p for f in resp.failed for p in f.positions}
-        assert all(f.retry and "belongs to executor" in f.reason for f in resp.failed)
-        assert moved | set(resp.found) == set(range(N)) and not moved & set(resp.found)
-    assert answered == set(range(N))
+    for name, keys in (("fixed", [(k,) for k in range(N)]), ("dyn", [("d0", k) for k in range(0, 700, 2)])):
+        c = _client(kinds, name)
+        route = c.discover_sync(Deadline(10), force=True)
+        oracle = wh.batch_read(name)
+        answered = set()
+        for ex in route.executors:
+            stub = pbg.ExecutorServiceStub(grpc.insecure_channel(route.executors[ex].address))
+            values = [pb.Value(int=v) if isinstance(v, int) else pb.Value(text=v) for key in keys for v in key]
+            resp = stub.Lookup(pb.LookupRequest(table=f"db.{name}", key=values, buckets=[-1] * len(keys),
+                                                protocol_version=PROTOCOL_VERSION, row_values=True), timeout=10)
+            width = len(resp.columns)
+            for j, pos in enumerate(resp.found):
+                row = {col: getattr(v, v.WhichOneof("kind")) if v.WhichOneof("kind") else None
+                       for col, v in zip(resp.columns, resp.values[j * width:(j + 1) * width])}
+                assert row == oracle[keys[pos]]
+                answered.add(keys[pos])
+            moved = {p for f in resp.failed for p in f.positions}
+            assert all(f.retry and "belongs to executor" in f.reason for f in resp.failed)
+            assert not moved & set(resp.found) and moved  # each executor holds some keys, not all
+        assert answered == {k for k in keys if k in oracle} and answered, name
 
 
 def test_buckets_added_while_serving(kinds):

@@ -30,9 +30,6 @@ from ..protocol.wire import indices, ipc_stream
 from .route import Route
 
 
-_UNANSWERED = np.iinfo(np.int64).max  # a key's snapshot before any executor answered it
-
-
 class LookupTimeout(ServiceError):
     """The service did not answer within the deadline."""
 
@@ -193,15 +190,12 @@ def fallback_error(table: str, route: Route, call: "Call", e: grpc.RpcError) -> 
 
 # ------------------------------------------------------------------------------------------------ keys
 class Prepared:
-    """Keys ready to send: each key's bucket and partition hash; the Arrow table of the keys built when needed.
-    ``fanout``: the keys' buckets do not follow from the keys (-1): every executor is asked."""
+    """Keys ready to send: each key's bucket and partition hash; the Arrow table of the keys built when needed."""
 
-    __slots__ = ("n", "keys", "buckets", "part_hashes", "_table", "_to_arrow", "one", "fanout")
+    __slots__ = ("n", "keys", "buckets", "part_hashes", "_table", "_to_arrow", "one")
 
     def __init__(self, buckets: np.ndarray, part_hashes: np.ndarray, keys: Optional[List[Dict[str, Any]]],
-                 table: Optional[pa.Table], to_arrow: Callable, one: Optional[List[Any]] = None,
-                 fanout: bool = False) -> None:
-        self.fanout = fanout
+                 table: Optional[pa.Table], to_arrow: Callable, one: Optional[List[Any]] = None) -> None:
         self.buckets = buckets
         self.part_hashes = part_hashes
         self.keys = keys
@@ -343,25 +337,13 @@ class Lookup:
         self._retry: List[np.ndarray] = []
         self._reasons: List[str] = []
         self.answered_at = np.zeros(prepared.n, dtype=np.int64)  # the snapshot of each key's answer
-        # keys without a bucket (``prepared.fanout``): asked of every executor; found by one of them
-        self.fanout = prepared.fanout
-        self.found_mask = np.zeros(prepared.n, dtype=bool) if self.fanout else None
-        self.newest_at = np.zeros(prepared.n, dtype=np.int64) if self.fanout else None  # (answered_at: the oldest)
-        self._uncovered = ""
 
     # -- plan ---------------------------------------------------------------------------------------------
     def plan(self, route: Route) -> List[Call]:
         """The calls of this attempt; keys without a reachable executor wait for the next one."""
         prep, pending = self.prepared, self.pending
         self.route = route
-        if self.fanout:
-            # every owner is asked; a key found by none is missing as of the oldest snapshot among the answers
-            groups = [(ex, pending) for ex in route.owner_set]
-            self.answered_at[pending] = _UNANSWERED
-            self.newest_at[pending] = 0
-            self._uncovered = f"no executor serves {route.uncovered} of {route.channels} channels now " \
-                              "(waiting for one to join)" if route.uncovered or not groups else ""
-        elif len(pending) == 1:
+        if len(pending) == 1:
             i = int(pending[0])
             groups = [(route.owner(int(prep.part_hashes[i]), int(prep.buckets[i])), pending)]
         else:
@@ -374,12 +356,8 @@ class Lookup:
         for ex, idx in groups:
             info = route.available(ex)
             if info is None:
-                reason = f"no executor serves these keys now (executor {ex} is not available)" if ex >= 0 else \
-                    "no executor serves these keys now (waiting for one to join)"
-                if self.fanout:
-                    self._uncovered = reason
-                else:
-                    self._again(idx, reason)
+                self._again(idx, f"no executor serves these keys now (executor {ex} is not available)"
+                            if ex >= 0 else "no executor serves these keys now (waiting for one to join)")
                 continue
             left = self.deadline.left()
             if left <= 0:
@@ -396,14 +374,12 @@ class Lookup:
         if prep.one is not None and len(idx) == 1 and route.v2:
             return pb.LookupRequest(table=self.table, key=prep.one, buckets=[int(prep.buckets[0])],
                                     min_snapshot_id=self.min_snapshot, select=self.select,
-                                    protocol_version=PROTOCOL_VERSION,
-                                    owners_print=route.owners_print if self.fanout else 0)
+                                    protocol_version=PROTOCOL_VERSION)
         table = prep.key_table
         sub = table if len(idx) == prep.n else table.take(indices(idx))
         return pb.LookupRequest(table=self.table, keys_ipc=ipc_stream(sub), buckets=prep.buckets[idx].tolist(),
                                 min_snapshot_id=self.min_snapshot, select=self.select,
-                                protocol_version=PROTOCOL_VERSION, any_order=True,  # ``result`` orders the rows
-                                owners_print=route.owners_print if self.fanout else 0)
+                                protocol_version=PROTOCOL_VERSION, any_order=True)  # ``result`` orders the rows
 
     # -- absorb -------------------------------------------------------------------------------------------
     def _again(self, idx: np.ndarray, reason: str) -> None:
@@ -419,27 +395,13 @@ class Lookup:
         except Exception as e:
             raise ServiceError(f"executor {call.executor} sent an unreadable answer: {e}") from None
         ex = call.executor
-        snap = outcome.snapshot_id
-        self.snapshots[ex] = min(self.snapshots.get(ex, snap), snap)
+        self.answered_at[call.positions] = outcome.snapshot_id
+        self.snapshots[ex] = min(self.snapshots.get(ex, outcome.snapshot_id), outcome.snapshot_id)
         self.schemas[ex] = max(self.schemas.get(ex, outcome.schema_id), outcome.schema_id)
         if self.schema is None or len(table.schema) > len(self.schema):
             self.schema = table.schema
-        found = call.positions[np.asarray(outcome.found, dtype=np.int64)] if table.num_rows else None
-        if self.fanout:
-            at = self.answered_at
-            rest = call.positions[~self.found_mask[call.positions]]
-            at[rest] = np.minimum(at[rest], snap)  # not found here: the oldest and newest answers (unless found)
-            self.newest_at[rest] = np.maximum(self.newest_at[rest], snap)
-            if found is not None:
-                new = ~self.found_mask[found]
-                if not new.all():  # (one row a key: a key two executors hold is answered once)
-                    table, found = table.filter(pa.array(new)), found[new]
-                self.found_mask[found] = True
-                at[found] = snap
-        else:
-            self.answered_at[call.positions] = snap
-        if found is not None and len(found):
-            self.found_pos.append(found)
+        if table.num_rows:
+            self.found_pos.append(call.positions[np.asarray(outcome.found, dtype=np.int64)])
             self.tables.append(table)
         for failed in outcome.failed:
             positions = call.positions[np.asarray(failed.positions, dtype=np.int64)]
@@ -459,8 +421,6 @@ class Lookup:
 
     def settle(self) -> None:
         """End of an attempt: raise ``Again`` while keys are left to ask."""
-        if self.fanout:
-            self._settle_fanout()
         if self._retry:
             self.pending = np.concatenate(self._retry) if len(self._retry) > 1 else self._retry[0]
             reason = self._reasons[-1]
@@ -468,42 +428,6 @@ class Lookup:
             self.attempts += 1
             raise Again(reason)
         self.pending = np.empty(0, dtype=np.int64)
-
-    @property
-    def complete(self) -> bool:
-        """Nothing left to wait for in this attempt: every key asked of every executor was found by one."""
-        return self.fanout and bool(self.found_mask[self.pending].all())
-
-    def _settle_fanout(self) -> None:
-        """A key found by one executor is answered, whatever the others said; one found by none is asked again
-        when any executor could not vouch for its absence (or some channel had no executor to ask)."""
-        found = self.found_mask
-        if self._retry:
-            kept = [(r[~found[r]], why) for r, why in zip(self._retry, self._reasons)]
-            kept = [(r, why) for r, why in kept if len(r)]
-            self._retry, self._reasons = [r for r, _ in kept], [why for _, why in kept]
-        if self.failed:
-            self.failed = {p: why for p, why in self.failed.items() if not found[p]}
-        if self._uncovered:
-            rest = self.pending[~found[self.pending]]
-            if len(rest):
-                self._again(rest, self._uncovered)
-        # a key found nowhere is missing as of one snapshot only if every executor answered at it: when they
-        # answered at different ones (a commit being applied), it is asked again at the newest
-        rest = self.pending[~found[self.pending]]
-        if len(rest):
-            if self.failed:
-                rest = rest[~np.isin(rest, list(self.failed))]
-            split = rest[self.answered_at[rest] != self.newest_at[rest]]
-            if self._retry and len(split):
-                split = split[~np.isin(split, np.concatenate(self._retry))]
-            if len(split):
-                newest = int(self.newest_at[split].max())
-                self._again(split, f"executors answered at snapshots {int(self.answered_at[split].min())} to "
-                                   f"{newest}: asking again at {newest}")
-                self.min_snapshot = max(self.min_snapshot, newest)
-        if len(self._retry) > 1:  # one key may be asked again for several reasons: once
-            self._retry, self._reasons = [np.unique(np.concatenate(self._retry))], [self._reasons[-1]]
 
     def give_up(self, reason: str) -> LookupTimeout:
         return LookupTimeout(f"lookup in {self.table} did not complete within {self.deadline.total:g}s: {reason}")
@@ -532,8 +456,6 @@ class Lookup:
             if self.failed:
                 mask[list(self.failed)] = False
             missing = np.flatnonzero(mask).tolist()
-        if self.fanout:
-            self.answered_at[self.answered_at == _UNANSWERED] = 0
         return LookupResult(rows, found.tolist(), missing, self.snapshots, prep, self.failed, self.schemas,
                             self.answered_at)
 
@@ -597,8 +519,7 @@ class OneKey:
     may be shared with other keys (``KeyAnswer``)."""
 
     __slots__ = ("table", "request", "bucket", "part_hash", "min_snapshot", "deadline", "call_timeout",
-                 "_first_row", "attempts", "route", "row", "failure", "snapshot_id", "schema_id", "_reason", "fanout",
-                 "_found", "_newest")
+                 "_first_row", "attempts", "route", "row", "failure", "snapshot_id", "schema_id", "_reason")
 
     def __init__(self, table: str, request: pb.LookupRequest, bucket: int, part_hash: int,
                  min_snapshot: Optional[int], deadline: Deadline, call_timeout: float, first_row: Callable) -> None:
@@ -616,15 +537,9 @@ class OneKey:
         self.failure = ""
         self.snapshot_id = self.schema_id = 0
         self._reason = ""
-        # a key without a bucket (-1): asked of every executor, found by one of them (``Lookup`` does the same)
-        self.fanout = bucket < 0
-        self._found = False
-        self._newest = 0  # the newest snapshot an executor that did not hold the key answered at
 
     def plan(self, route: Route) -> List[Call]:
         self.route = route
-        if self.fanout:
-            return self._plan_fanout(route)
         ex = route.owner(self.part_hash, self.bucket)
         info = route.available(ex)
         if info is None:
@@ -637,33 +552,9 @@ class OneKey:
             return []
         return [Call(ex, info.address, None, self.request, left if self.min_snapshot else min(self.call_timeout, left))]
 
-    def _plan_fanout(self, route: Route) -> List[Call]:
-        self.request.owners_print = route.owners_print
-        self.row, self._found, self.snapshot_id, self._newest = None, False, _UNANSWERED, 0
-        left = self.deadline.left()
-        calls = []
-        for ex in route.owner_set:
-            info = route.available(ex)
-            if info is None:
-                self._reason = f"no executor serves this key now (executor {ex} is not available)"
-            elif left <= 0:
-                self._reason = f"executor {ex} at {info.address}: out of time"
-            else:
-                calls.append(Call(ex, info.address, None, self.request,
-                                  left if self.min_snapshot else min(self.call_timeout, left)))
-        if route.uncovered or not route.owner_set:
-            self._reason = f"no executor serves {route.uncovered} of {route.channels} channels now (waiting for " \
-                           "one to join)"
-        return calls
-
     def absorb(self, call: Call, outcome: Any) -> bool:
         """Take the call's response, this key's ``KeyAnswer`` of a shared call, or a ``grpc.RpcError``; True when
         the channel should be dropped."""
-        if self.fanout:
-            return self._absorb_fanout(call, outcome)
-        return self._absorb_one(call, outcome)
-
-    def _absorb_one(self, call: Call, outcome: Any) -> bool:
         if isinstance(outcome, KeyAnswer):
             self.snapshot_id, self.schema_id, self.row = outcome.snapshot_id, outcome.schema_id, outcome.row
             self._reason, self.failure = outcome.again, outcome.failure
@@ -694,46 +585,11 @@ class OneKey:
             raise ServiceError(f"executor {call.executor} sent an unreadable answer: {e}") from None
         return False
 
-    def _absorb_fanout(self, call: Call, outcome: Any) -> bool:
-        """One executor's part: its row, or its absence as of its snapshot (the key's answer is the row one
-        executor found, or its absence as of the oldest snapshot among the answers)."""
-        if self._found:
-            return isinstance(outcome, grpc.RpcError) and call_error(call, outcome, self.min_snapshot)[1]
-        before = self.row, self.snapshot_id, self.schema_id, self.failure, self._reason
-        self.row, self._reason, self.failure = None, "", ""
-        drop = self._absorb_one(call, outcome)
-        row, snap, schema, failure, reason = self.row, self.snapshot_id, self.schema_id, self.failure, self._reason
-        if row is not None:
-            self._found, self.failure, self._reason = True, "", ""
-            return drop
-        self.row = None
-        self.snapshot_id = min(before[1], snap) if not reason else before[1]
-        if not reason:
-            self._newest = max(self._newest, snap)
-        self.schema_id = max(before[2], schema)
-        self.failure = before[3] or failure
-        self._reason = reason or before[4]
-        return drop
-
-    @property
-    def complete(self) -> bool:
-        """Nothing left to wait for in this attempt: an executor answered the key's row (when every executor was
-        asked, the others' answers can only say they do not hold it)."""
-        return self._found
-
     def settle(self) -> None:
-        if self.fanout and not self._found and not self._reason and not self.failure and \
-                self.snapshot_id != self._newest:  # missing as of no one snapshot: ask again at the newest
-            self._reason = f"executors answered at snapshots {self.snapshot_id} to {self._newest}: asking again " \
-                           f"at {self._newest}"
-            self.min_snapshot = max(self.min_snapshot, self._newest)
-            self.request.min_snapshot_id = self.min_snapshot
         if self._reason:
             reason, self._reason = self._reason, ""
             self.attempts += 1
             raise Again(reason)
-        if self.fanout and self.snapshot_id == _UNANSWERED:
-            self.snapshot_id = 0
 
     def give_up(self, reason: str) -> LookupTimeout:
         return LookupTimeout(f"lookup in {self.table} did not complete within {self.deadline.total:g}s: {reason}")

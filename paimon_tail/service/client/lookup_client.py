@@ -17,7 +17,6 @@ Every call has a deadline; when an executor moved or died the client re-discover
 from __future__ import annotations
 
 import asyncio
-import queue
 import threading
 import time
 from contextlib import aclosing
@@ -135,11 +134,9 @@ class LookupClient:
         """Parse keys (mappings, scalars, tuples, or an Arrow table/record batch of the key columns) and route them."""
         routing = self.routing
         to_arrow = self.parser.to_arrow
-        fanout = routing.fanout
         if isinstance(keys, (pa.Table, pa.RecordBatch)):
             table = self._arrow_keys(keys)
-            return Prepared(routing.buckets_of(table), routing.partition_hashes_of(table), None, table, to_arrow,
-                            fanout=fanout)
+            return Prepared(routing.buckets_of(table), routing.partition_hashes_of(table), None, table, to_arrow)
         if len(keys) == 1:  # one key: Paimon's hash in plain Python, no Arrow unless the key needs it
             key = keys[0] if parsed else self.parser.coerce(keys[0], 0)
             one = None
@@ -148,14 +145,13 @@ class LookupClient:
                        for v in (key[k] for k in self.parser.names)]
             return Prepared(np.asarray([routing.bucket(key)], dtype=np.int32),
                             np.asarray([routing.partition_hash(routing.partition_of(key))], dtype=np.int64),
-                            [key], None, to_arrow, one, fanout)
+                            [key], None, to_arrow, one)
         table = None if parsed else self._fast_table(keys)
         parsed_keys = None
         if table is None:
             parsed_keys = list(keys) if parsed else self.parse_keys(keys)
             table = self.parser.to_arrow(parsed_keys)
-        return Prepared(routing.buckets_of(table), routing.partition_hashes_of(table), parsed_keys, table, to_arrow,
-                        fanout=fanout)
+        return Prepared(routing.buckets_of(table), routing.partition_hashes_of(table), parsed_keys, table, to_arrow)
 
     def _columns(self) -> List[str]:
         return self.meta.field_names
@@ -225,15 +221,15 @@ class LookupClient:
     def _registration(self, deadline: Optional[Deadline] = None) -> regmod.Registration:
         """The service's registration; with ``deadline``, one that is not there yet is waited for a while (a
         ``serve`` starting: ``serve db.t &`` then ``lookup db.t 1`` at once), within the deadline."""
-        reg = regmod.parse(self.meta.read_text(regmod.SERVICE_FILE))
-        if reg is None and deadline is not None:
+        text = self.meta.read_text(regmod.SERVICE_FILE)
+        if text is None and deadline is not None:  # (a file that is there but unreadable is no service starting)
             until = min(deadline.at, time.monotonic() + START_GRACE)
             if self.on_wait is not None and until > time.monotonic():
                 self.on_wait(f"waiting for {self.name} to be served")
-            while reg is None and time.monotonic() < until:
+            while text is None and time.monotonic() < until:
                 time.sleep(0.05)
-                reg = regmod.parse(self.meta.read_text(regmod.SERVICE_FILE))
-        return check_registration(reg, self.name, self.security.tls, bool(self.security.token))
+                text = self.meta.read_text(regmod.SERVICE_FILE)
+        return check_registration(regmod.parse(text), self.name, self.security.tls, bool(self.security.token))
 
     # -- async transport ----------------------------------------------------------------------------------
     def _channel(self, address: str) -> grpc.aio.Channel:
@@ -294,9 +290,6 @@ class LookupClient:
         except grpc.aio.AioRpcError as e:
             return e
 
-    async def _sent(self, call) -> Tuple[Any, Any]:
-        return call, await self._send(call)
-
     async def lookup(self, keys: Any, *, select: Optional[Sequence[str]] = None,
                      min_snapshot: Optional[int] = None, timeout: Optional[float] = None,
                      parsed: bool = False) -> LookupResult:
@@ -311,21 +304,11 @@ class LookupClient:
         async def attempt() -> None:
             route = await self.discover(op.deadline, force=op.attempts > 0)
             calls = op.plan(route)
-            if len(calls) == 1:
-                if op.absorb(calls[0], await self._send(calls[0])):
-                    await self._drop_channel(calls[0].address)
-            elif calls:
-                pending = [asyncio.ensure_future(self._sent(c)) for c in calls]
-                try:
-                    for arrived in asyncio.as_completed(pending):
-                        call, outcome = await arrived
-                        if op.absorb(call, outcome):
-                            await self._drop_channel(call.address)
-                        if op.complete:
-                            break
-                finally:
-                    for task in pending:
-                        task.cancel()
+            outcomes = [await self._send(calls[0])] if len(calls) == 1 else \
+                await asyncio.gather(*[self._send(c) for c in calls])
+            for call, outcome in zip(calls, outcomes):
+                if op.absorb(call, outcome):
+                    await self._drop_channel(call.address)
             op.settle()
 
         await run_async(attempt, lambda: retrying(op.deadline, op.give_up))
@@ -473,9 +456,7 @@ class LookupClient:
         def attempt() -> None:
             route = self.discover_sync(op.deadline, force=op.attempts > 0)
             calls = op.plan(route)
-            if len(calls) > 1:  # a key without a bucket: every executor at once, done when one has its row
-                self._fan_out_sync(op, calls)
-            elif calls:
+            if calls:
                 call = calls[0]
                 if self._coalescer is not None and route.shared_calls and not op.min_snapshot and \
                         len(call.request.key):
@@ -492,25 +473,6 @@ class LookupClient:
 
         run_sync(attempt, lambda: retrying(op.deadline, op.give_up))
         return op.result()
-
-    def _fan_out_sync(self, op: OneKey, calls) -> None:
-        """One key asked of every executor at once: each answer absorbed as it comes, until one has the key's
-        row (the others' answers are not waited for) or every executor answered."""
-        arrived: "queue.SimpleQueue" = queue.SimpleQueue()
-        md = self._metadata or None
-        for call in calls:
-            future = self._sync_stub(call.address).Lookup.future(call.request, timeout=call.timeout, metadata=md)
-            future.add_done_callback(lambda f, call=call: arrived.put((call, f)))
-        for _ in calls:
-            call, future = arrived.get()
-            try:
-                outcome = future.result()
-            except grpc.RpcError as e:
-                outcome = e
-            if op.absorb(call, outcome):
-                self._drop_sync_channel(call.address)
-            if op.complete:
-                return
 
     def executors_sync(self) -> pb.ExecutorsResponse:
         return self.discover_sync(Deadline(self.timeout), force=True).response

@@ -20,6 +20,7 @@ import grpc
 
 from ...compat.table_meta import TableMeta
 from ..keys import binary_row
+from ..keys import kinds as table_kinds
 from ..protocol import PROTOCOL_VERSION, ipc_py
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
@@ -100,22 +101,25 @@ def lookup_few(meta: TableMeta, keys: List[Dict[str, Any]], *, security: Securit
 
 
 def servable(meta: TableMeta) -> bool:
-    """A primary-key table with fixed buckets and Paimon's bucket function (else ``LookupClient`` says why not)."""
-    return bool(meta.primary_keys) and meta.num_buckets >= 1 and \
-        meta.options.get("bucket-function.type", "default").lower() == "default"
+    """A primary-key table (else ``LookupClient`` says why not)."""
+    return bool(meta.primary_keys)
 
 
 def _plan(meta: TableMeta, keys, select) -> Optional[dict]:
+    """Each key's routing bucket (its bucket, or its slot: ``keys/kinds.py``) and partition hash, as
+    ``TableRouting`` computes them."""
     if not servable(meta):
         return None
     if select and any(c not in meta.field_names for c in select):
         return None
     kinds = [(k, ipc_py.kind_of_paimon(meta.type_name(k))) for k in meta.primary_keys]
-    bucket_types = [meta.type_name(k) for k in meta.bucket_keys]
-    partition_types = [meta.type_name(k) for k in meta.partition_keys]
-    buckets = [binary_row.bucket(binary_row.row_hash([key[k] for k in meta.bucket_keys], bucket_types),
-                                 meta.num_buckets) for key in keys]
-    partitions = [binary_row.row_hash([key[k] for k in meta.partition_keys], partition_types) for key in keys]
+    columns, partition_keys = table_kinds.routing_columns(meta), table_kinds.key_partition_keys(meta)
+    route_types = [meta.type_name(k) for k in columns]
+    partition_types = [meta.type_name(k) for k in partition_keys]
+    routes = table_kinds.routes(meta)
+    buckets = [binary_row.bucket(binary_row.row_hash([key[k] for k in columns], route_types), routes)
+               for key in keys]
+    partitions = [binary_row.row_hash([key[k] for k in partition_keys], partition_types) for key in keys]
     return {"kinds": kinds, "buckets": buckets, "partitions": partitions}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence
 
 from ..keys.binary_row import channel
-from ..protocol import PROTOCOL_VERSION, owners_print
+from ..protocol import PROTOCOL_VERSION
 from ..protocol import lookup_pb2 as pb
 from ..protocol import registration as regmod
 
@@ -34,10 +34,6 @@ class Route:
             self.executors = {i: e for i, e in enumerate(response.executors)}
         self._owner_array = None
         self.max_batch_keys = response.max_batch_keys
-        # keys without a bucket are asked of every owner, under this assignment (``LookupRequest.owners_print``)
-        self.owners_print = owners_print(self._owners) if self.v2 else 0
-        self.owner_set = sorted({o for o in self._owners if o >= 0})
-        self.uncovered = sum(1 for o in self._owners if o < 0)  # channels no executor owns now
 
     @property
     def owners(self):

@@ -16,7 +16,9 @@ Deletion-vector tables get ``BucketChange.replace`` (the bucket's full split fro
 files) because deletion vectors live in index manifests, not in the data-file entries.
 
 Every bucket a batch read sees is sent, whatever the table's bucket mode: fixed, dynamic (buckets appear as they
-fill), cross-partition, postpone (the compacted buckets, each partition with its own count). Files still in
+fill), cross-partition, postpone (the compacted buckets, each partition with its own count). A fixed-bucket
+table's bucket goes to the owner of its channel; any other table's buckets go to every executor, which indexes
+the keys of its channels in each (keys are routed by slot: ``keys/routing.py``). Files still in
 ``bucket-postpone`` (bucket -2) are invisible to batch reads and so to lookups; the scanner only counts them
 (``TableLayout``, shown by ``service status``).
 """
@@ -166,12 +168,11 @@ class TableScanner:
                 self._files.pop(key, None)
 
     # -- assignment ---------------------------------------------------------------------------------------
-    def owner(self, partition: Tuple, bucket: int) -> int:
-        a = self.registry.assignment
-        return a.owners[self.routing.channel_of(partition, bucket, a.channels)]
-
     def holders(self, partition: Tuple, bucket: int) -> Tuple[int, ...]:
-        """Its owner, and the executor loading it to become the owner (``Registry.warm``)."""
+        """Its owner, and the executor loading it to become the owner (``Registry.warm``); every executor for a
+        table whose keys are routed by slot (each indexes its channels' keys in every bucket)."""
+        if self.routing.slotted:
+            return tuple(self.registry.indices())
         return self.registry.holders(self.routing.channel_of(partition, bucket, self.registry.assignment.channels))
 
     def request_full(self, index: int) -> None:

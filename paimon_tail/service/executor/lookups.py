@@ -20,6 +20,7 @@ from typing import Dict, List, Mapping, Optional, Protocol, Sequence
 import numpy as np
 import pyarrow as pa
 
+from ..keys.bucket_hash import channels_of
 from ..keys.routing import partition_path
 from ..metrics import LookupStats
 from ..protocol import lookup_pb2 as pb
@@ -67,7 +68,6 @@ class Holder(Protocol):
     index: int
     tables: Mapping[str, TableState]
     owners: tuple  # owners[channel] = executor index
-    owners_print: int  # their fingerprint (``protocol.owners_print``)
     pool: Pool  # lookups that do not run on the loop
     max_batch_keys: int
     requests: int
@@ -156,24 +156,25 @@ class Lookups:
         hits: list = []  # (position, run, row) of an exact store, or (position, None, one-row table)
         failed: dict = {}  # reason → (positions, retry)
         cold = False
+        slotted = state.slotted
         for i in range(n):
             kv = values[i * width:(i + 1) * width]
             partition = tuple([kv[j] for j in parts]) if parts else ()
             bucket = buckets[i]
-            if bucket < 0 and not routing.fanout:  # a fixed bucket the caller did not compute
+            if bucket < 0:  # the caller did not compute it: the executor does
                 bucket = routing.bucket(dict(zip(state.key_names, kv)))
-            if bucket >= 0:
+            if slotted:  # the key's slot: every store of its partition here indexes the keys of this executor's slots
+                problem = self._channel_problem(state, view, state.channel_of((partition, bucket)))
+                stores = view.by_partition.get(partition, ()) if problem is None else ()
+            else:
                 store = answering.get((partition, bucket), _NOT_HERE)
-                if store is _NOT_HERE:
-                    problem = self._problem(state, view, (partition, bucket))
-                    if problem is not None:
-                        if request.protocol_version < 2:
-                            raise Refused(problem.code, problem.reason)
-                        failed.setdefault(problem.reason, ([], problem.retry))[0].append(i)
-                    continue  # (None: a served bucket without rows yet)
-                stores = () if store is None else (store,)
-            else:  # a key without a bucket: every store of its partition here
-                stores = view.by_partition.get(partition, ())
+                problem = self._problem(state, view, (partition, bucket)) if store is _NOT_HERE else None
+                stores = () if store is None or store is _NOT_HERE else (store,)  # (None: no rows yet)
+            if problem is not None:
+                if request.protocol_version < 2:
+                    raise Refused(problem.code, problem.reason)
+                failed.setdefault(problem.reason, ([], problem.retry))[0].append(i)
+                continue
             hit = None
             for store in stores:
                 hit = await self._probe(state, view, store, kv, target)
@@ -181,8 +182,8 @@ class Lookups:
                     hits.append((i, *hit))
                     cold = cold or (hit[0] is not None and not hit[0].built)
                     break
-            if hit is None and bucket < 0:
-                problem = self._unvouched(state, view, request.owners_print, partition)
+            if hit is None and slotted:
+                problem = self._broken(state, view, partition)
                 if problem is not None:
                     failed.setdefault(problem.reason, ([], problem.retry))[0].append(i)
         kinds_out = _value_kinds(target) if request.row_values else None
@@ -220,11 +221,10 @@ class Lookups:
 
     @staticmethod
     def _check_buckets(routing, buckets) -> None:
-        """Buckets are -1 (the executor finds the key) or, for fixed-bucket tables, below the bucket count."""
+        """Routing buckets are -1 (the executor computes it) or below the table's buckets (or key slots)."""
         if not len(buckets):
             return
-        low, high = min(buckets), max(buckets)
-        if low < -1 or (not routing.fanout and high >= routing.num_buckets):
+        if min(buckets) < -1 or max(buckets) >= routing.routes:
             raise Refused(Why.INVALID, "bucket out of range")
 
     @staticmethod
@@ -282,7 +282,7 @@ class Lookups:
         routing = state.routing
         if n:
             self._check_buckets(routing, (int(buckets.min()), int(buckets.max())))
-            if not routing.fanout and buckets.min() < 0:  # fixed buckets the caller did not compute
+            if buckets.min() < 0:  # routing buckets the caller did not compute
                 unknown = buckets < 0
                 buckets[unknown] = routing.buckets_of(keys.filter(pa.array(unknown)))
         view = await self._view(state, request, time_remaining)
@@ -292,30 +292,27 @@ class Lookups:
         v1 = request.protocol_version < 2
         ordered = not request.any_order
         if n <= INLINE_KEYS and state.warm(view):
-            found, rows, failed = self.answer(state, view, keys, buckets, columns, v1, ordered, request.owners_print)
+            found, rows, failed = self.answer(state, view, keys, buckets, columns, v1, ordered)
         else:
             found, rows, failed = await asyncio.get_running_loop().run_in_executor(
-                ex.pool, self.answer, state, view, keys, buckets, columns, v1, ordered, request.owners_print)
+                ex.pool, self.answer, state, view, keys, buckets, columns, v1, ordered)
         return pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id, rows_ipc=rows, found=found,
                                  failed=failed)
 
     def answer(self, state: TableState, view: View, keys: pa.Table, buckets: np.ndarray, columns, v1: bool,
-               ordered: bool = True, owners_print: int = 0):
+               ordered: bool = True):
         """(request positions found, their rows as Arrow IPC, FailedKeys) — raises ``Refused`` for version 1.
-        ``ordered``: the rows in request order (else as the buckets gave them, ``any_order``). Keys of bucket -1
-        are looked for in every store of their partition here (``owners_print``: the assignment they were sent
-        under)."""
+        ``buckets``: each key's routing bucket (its bucket, or its slot on a slotted table). ``ordered``: the rows
+        in request order (else as the buckets gave them, ``any_order``)."""
         n = keys.num_rows
         if n == 0:
             return [], state.empty_rows(view, columns), []
         h_all, h2_all = state.hasher.hashes(keys)
         target = state.target(view, columns)
         found_idx, tables, failed = [], [], []
-        for key, sel in _groups(state.routing.key_partition_keys, keys, buckets):
-            if key[1] < 0:
-                self._fanned(state, view, keys, np.arange(n) if sel is None else sel, key[0], h_all, h2_all, target,
-                             owners_print, found_idx, tables, failed)
-                continue
+        if state.slotted:
+            self._slotted(state, view, keys, buckets, h_all, h2_all, target, v1, found_idx, tables, failed)
+        for key, sel in () if state.slotted else _groups(state.routing.key_partition_keys, keys, buckets):
             problem = self._problem(state, view, key)
             if problem is not None:
                 if v1:
@@ -347,44 +344,53 @@ class Lookups:
             found = found[order]
         return found.tolist(), ipc_stream(table), failed
 
-    def _fanned(self, state: TableState, view: View, keys: pa.Table, positions: np.ndarray, partition: tuple,
-                h_all: np.ndarray, h2_all: Optional[np.ndarray], target, owners_print: int, found_idx: list,
-                tables: list, failed: list) -> None:
-        """Keys of one partition without a bucket: each store of the partition here in turn, for the keys not found
-        yet; those found nowhere are missing, unless this executor cannot vouch for it (``_unvouched``)."""
-        remaining = positions
-        for store in view.by_partition.get(partition, ()):
-            sub = keys if store.exact else keys.take(pa.array(remaining))
-            req, rows = store.lookup(sub, h_all[remaining], h2_all[remaining] if h2_all is not None else None, target)
-            if rows is None or not len(req):
-                continue
-            found_idx.append(remaining[req])
-            tables.append(rows)
-            keep = np.ones(len(remaining), dtype=bool)
-            keep[req] = False
-            remaining = remaining[keep]
-            if not len(remaining):
-                return
-        problem = self._unvouched(state, view, owners_print, partition)
-        if problem is not None and len(remaining):
-            failed.append(pb.FailedKeys(positions=remaining.tolist(), reason=problem.reason, retry=problem.retry))
+    def _slotted(self, state: TableState, view: View, keys: pa.Table, slots: np.ndarray, h_all: np.ndarray,
+                 h2_all: Optional[np.ndarray], target, v1: bool, found_idx: list, tables: list, failed: list) -> None:
+        """Keys of a slotted table: those of a channel this executor does not serve now are named (loading,
+        moved); the others are looked for in every store of their partition, each indexing the keys of this
+        executor's channels, until found."""
+        n = keys.num_rows
+        routing = state.routing
+        channels = channels_of(routing.partition_hashes_of(keys), slots, state.channels)
+        served = np.isin(channels, np.fromiter(view.served, dtype=np.int64, count=len(view.served)))
+        for channel in np.unique(channels[~served]).tolist():
+            positions = np.flatnonzero(channels == channel)
+            problem = self._channel_problem(state, view, channel)
+            if v1:
+                raise Refused(problem.code, problem.reason)
+            failed.append(pb.FailedKeys(positions=positions.tolist(), reason=problem.reason, retry=problem.retry))
+        for (partition, _), sel in _groups(routing.key_partition_keys, keys, np.zeros(n, np.int64)):
+            remaining = np.arange(n) if sel is None else sel
+            remaining = remaining[served[remaining]]
+            for store in view.by_partition.get(partition, ()):
+                if not len(remaining):
+                    break
+                sub = keys if store.exact else keys.take(pa.array(remaining))
+                req, rows = store.lookup(sub, h_all[remaining], h2_all[remaining] if h2_all is not None else None,
+                                         target)
+                if rows is None or not len(req):
+                    continue
+                found_idx.append(remaining[req])
+                tables.append(rows)
+                keep = np.ones(len(remaining), dtype=bool)
+                keep[req] = False
+                remaining = remaining[keep]
+            problem = self._broken(state, view, partition) if len(remaining) else None
+            if problem is not None:
+                if v1:
+                    raise Refused(problem.code, problem.reason)
+                failed.append(pb.FailedKeys(positions=remaining.tolist(), reason=problem.reason, retry=False))
 
-    def _unvouched(self, state: TableState, view: View, owners_print: int, partition: tuple) -> Optional[Problem]:
-        """Why a key without a bucket that this executor did not find may still be in the table, or None: the
-        client asked under another assignment (an executor it did not ask may hold the key), a channel of this
-        executor is still loading, or a bucket of the key's partition here cannot be served."""
-        ex = self.ex
-        if owners_print and owners_print != ex.owners_print:
-            return Problem(f"the channels of {state.name} moved since the client asked: ask again", True, Why.MOVED)
-        if not view.complete:
-            return Problem(f"executor {ex.index} is still loading {state.name}", True, Why.UNAVAILABLE)
+    def _broken(self, state: TableState, view: View, partition: tuple) -> Optional[Problem]:
+        """On a slotted table, a key not found may be in a bucket of its partition (of any, on a cross-partition
+        table) that cannot be served: why, or None."""
         broken = view.broken_in(partition, state.cross_partition)
-        if broken is not None:
-            key, error = broken
-            pkeys = state.routing.partition_keys
-            where = f"partition {partition_path(pkeys, key[0])} bucket {key[1]}" if pkeys else f"bucket {key[1]}"
-            return Problem(f"{where} of {state.name} cannot be served: {error}", False, Why.DATA_LOSS)
-        return None
+        if broken is None:
+            return None
+        key, error = broken
+        pkeys = state.routing.partition_keys
+        where = f"partition {partition_path(pkeys, key[0])} bucket {key[1]}" if pkeys else f"bucket {key[1]}"
+        return Problem(f"{where} of {state.name} cannot be served: {error}", False, Why.DATA_LOSS)
 
     # -- shared -------------------------------------------------------------------------------------------
     async def _view(self, state: TableState, request, time_remaining) -> View:
@@ -411,16 +417,20 @@ class Lookups:
             pkeys = state.routing.partition_keys
             where = f"partition {partition_path(pkeys, key[0])} bucket {key[1]}" if pkeys else f"bucket {key[1]}"
             return Problem(f"{where} of {state.name} cannot be served: {error}", False, Why.DATA_LOSS)
-        channel = state.channel_of(key)
+        return self._channel_problem(state, view, state.channel_of(key),
+                                     f"partition {key[0]} bucket {key[1]} of {state.name}")
+
+    def _channel_problem(self, state: TableState, view: View, channel: int, where: str = "") -> Optional[Problem]:
+        """Why this executor does not answer for a channel now (it loads it, or another executor has it), or
+        None; ``where``: what was asked for, for the reason (default: the channel)."""
         if channel in view.served:
             return None
         ex = self.ex
+        where = where or f"channel {channel} of {state.name}"
         if channel in state.owned:
-            return Problem(f"executor {ex.index} is still loading partition {key[0]} bucket {key[1]} of "
-                           f"{state.name}", True, Why.UNAVAILABLE)
+            return Problem(f"executor {ex.index} is still loading {where}", True, Why.UNAVAILABLE)
         owner = ex.owners[channel] if channel < len(ex.owners) else -1
-        return Problem(f"partition {key[0]} bucket {key[1]} belongs to executor {owner}, not {ex.index}", True,
-                       Why.MOVED)
+        return Problem(f"{where} belongs to executor {owner}, not {ex.index}", True, Why.MOVED)
 
 
 _KINDS: Dict[int, tuple] = {}  # id(target) → (target, its columns' Value fields or None)

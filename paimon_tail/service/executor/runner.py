@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, Optional
 
 import grpc
 
-from ..protocol import PROTOCOL_VERSION, owners_print
+from ..protocol import PROTOCOL_VERSION
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
@@ -114,7 +114,6 @@ class Executor:
         self.index = spec.index
         self.tables: Dict[str, TableState] = {}
         self.owners: tuple = ()  # owners[channel] = executor index, from the latest assignment
-        self.owners_print = 0  # their fingerprint: what keys without a bucket were asked under (lookups.py)
         self.requests = 0
         self.keys_looked_up = 0
         self.max_batch_keys = 100_000
@@ -193,7 +192,6 @@ class Executor:
 
     def _assign(self, a: pb.Assignment) -> None:
         self.owners = tuple(a.owners)
-        self.owners_print = owners_print(self.owners)
         # what it owns, and what it loads to own next (a move made before the break: answered too, it is loaded
         # and kept current like an owned channel)
         mine = [c for c, owner in enumerate(a.owners) if owner == self.index or

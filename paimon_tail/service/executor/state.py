@@ -30,7 +30,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from ..keys.routing import TableRouting, partition_path
+from ..keys.routing import KeySlice, TableRouting, partition_path
 from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec, table_mode
 from ..protocol.wire import ipc_stream, schema_bytes
 from ..store import BucketBuilder, BucketStore, DiskBudget, MemoryCache, Target
@@ -84,10 +84,9 @@ class View:
     # the buckets this view answers for (served channel, not broken) → their store (None: no rows): one dict
     # lookup decides a one-key request; filled by ``TableState._opened``
     answering: Dict[BucketKey, Optional[BucketStore]] = field(default_factory=dict)
-    # the stores a key without a bucket may be in (``routing.fanout``), by the partition of its key (every
-    # partition's, under (), on cross-partition tables); filled by ``TableState._opened``
+    # a slotted table's stores (``routing.slotted``: each indexes the keys of this executor's channels) by the
+    # partition of a key (every partition's, under (), on cross-partition tables); filled by ``_opened``
     by_partition: Dict[tuple, Tuple[BucketStore, ...]] = field(default_factory=dict)
-    complete: bool = False  # every channel owned is served: a key without a bucket not found here is not here
 
     def broken_in(self, partition: tuple, cross: bool) -> Optional[Tuple[BucketKey, str]]:
         """A bucket of ``partition`` (of any partition when ``cross``) that cannot be served, and why."""
@@ -119,6 +118,7 @@ class TableState:
         self.key_names = list(self.routing.primary_keys)
         self.partition_positions = [self.key_names.index(k) for k in self.routing.key_partition_keys]
         self.cross_partition = self.routing.kind == "cross-partition"
+        self.slotted = self.routing.slotted
         self._empty: Dict[tuple, bytes] = {}
         self._messages: Dict[tuple, bytes] = {}
         self._targets: Dict[tuple, Target] = {}
@@ -219,18 +219,25 @@ class TableState:
         futures = {k: self.shared.work.submit(guarded, j) for k, j in jobs.items()}
         return {k: f.result() for k, f in futures.items()}
 
+    def key_slice(self) -> Optional[KeySlice]:
+        """The keys this executor's stores of a slotted table index: those of the channels it owns (None: a
+        fixed-bucket table, whose stores index every key of their bucket)."""
+        return KeySlice(self.routing, self.channels, self.owned) if self.slotted else None
+
     def prepare_full(self, buckets: Dict[BucketKey, BucketFiles], snapshot_id: int) -> Prepared:
         current = self.view
         stores, files, broken = {}, {}, {}
         jobs = {}
+        keys_of = self.key_slice()
         for key, bf in buckets.items():
             files[key] = bf
             store = current.stores.get(key)
-            if store is not None and key not in current.broken and current.files.get(key, BucketFiles()).same(bf):
-                stores[key] = store  # the same files: the same rows
+            if store is not None and key not in current.broken and store.keys_of == keys_of and \
+                    current.files.get(key, BucketFiles()).same(bf):
+                stores[key] = store  # the same files and keys: the same rows
                 continue
             jobs[key] = (lambda key=key, bf=bf, store=store:
-                         self.builder.full(key, bf, self.store_dir(key), store, snapshot_id))
+                         self.builder.full(key, bf, self.store_dir(key), store, snapshot_id, keys_of))
         for key, (store, error) in self._each(jobs).items():
             if error is not None:
                 broken[key] = bucket_error(error)
@@ -242,6 +249,7 @@ class TableState:
         current = self.view
         stores, files, broken = dict(current.stores), dict(current.files), dict(current.broken)
         jobs = {}
+        keys_of = self.key_slice()
         for key, change in changes.items():
             before = files.get(key, BucketFiles())
             after = change.replace if change.replace is not None else before.apply(change.adds, change.deletes)
@@ -251,11 +259,11 @@ class TableState:
             old = stores.get(key) if key not in broken else None
             if key in broken:
                 jobs[key] = (lambda key=key, after=after:
-                             self.builder.full(key, after, self.store_dir(key), None, snapshot_id))
+                             self.builder.full(key, after, self.store_dir(key), None, snapshot_id, keys_of))
             else:
                 jobs[key] = (lambda key=key, change=change, after=after, old=old:
                              self.builder.apply(old, key, change, commit_kind, after, self.store_dir(key),
-                                                snapshot_id))
+                                                snapshot_id, keys_of))
         for key, (store, error) in self._each(jobs).items():
             if error is not None:
                 stores.pop(key, None)
@@ -309,10 +317,11 @@ class TableState:
         served = v.served & frozenset(owned) if channels == self.channels else frozenset()
         self.channels = channels
         self.owned = frozenset(owned)
-        gone = {k for k in (*v.stores, *v.files, *v.broken) if self.channel_of(k) not in self.owned}
+        # a slotted table's stores are not a channel's: each indexes the keys of the channels it was built for, and
+        # the next full state rebuilds those that index other channels' keys
+        gone = set() if self.slotted else \
+            {k for k in (*v.stores, *v.files, *v.broken) if self.channel_of(k) not in self.owned}
         if served == v.served and not gone:
-            if v.complete != (self.owned <= served):  # channels to load: no absence vouched for until they are
-                self.view = self._opened(v)
             return
         self.view = self._opened(replace(
             v, served=served, stores={k: s for k, s in v.stores.items() if k not in gone},
@@ -324,18 +333,18 @@ class TableState:
                 store.drop()
 
     def _opened(self, view: View) -> View:
-        """``view`` with ``answering`` filled: every bucket of a served channel that is not broken; and, for keys
-        without a bucket, those stores by partition."""
-        answering = {key: store for key, store in view.stores.items()
-                     if key not in view.broken and self.channel_of(key) in view.served}
+        """``view`` with ``answering`` filled: every bucket of a served channel that is not broken; for a slotted
+        table, ``by_partition``: its stores that are not broken, by the partition of a key."""
+        if not self.slotted:
+            answering = {key: store for key, store in view.stores.items()
+                         if key not in view.broken and self.channel_of(key) in view.served}
+            return replace(view, answering=answering)
         by_partition: Dict[tuple, list] = {}
-        if self.routing.fanout:
-            cross = self.cross_partition
-            for key, store in answering.items():
-                if store is not None:
-                    by_partition.setdefault(() if cross else key[0], []).append(store)
-        return replace(view, answering=answering, by_partition={k: tuple(v) for k, v in by_partition.items()},
-                       complete=self.owned <= view.served)
+        cross = self.cross_partition
+        for key, store in view.stores.items():
+            if store is not None and key not in view.broken:
+                by_partition.setdefault(() if cross else key[0], []).append(store)
+        return replace(view, by_partition={k: tuple(v) for k, v in by_partition.items()})
 
     # -- background (off the lookup and change paths) -------------------------------------------------------
     def _want(self, run: Run) -> None:

@@ -21,7 +21,8 @@ import numpy as np
 
 from ...compat.table_meta import TableMeta, table_meta
 from ...errors import UsageError
-from . import binary_row
+from . import binary_row, kinds
+from .kinds import KEY_SLOTS, bucket_mode  # noqa: F401  (re-exported)
 from .binary_row import channel  # noqa: F401  (re-exported: the channel of a key lives here)
 
 
@@ -44,19 +45,23 @@ def binary_row_hash(values: Sequence[Any], fields: Sequence) -> int:
         return binary_row.to_int32(binary_row_hash_code(values, fields))
 
 
-#: the bucket of a key whose bucket does not follow from the key (``TableRouting.fanout``): the executors find it
+#: a request's bucket when the caller did not compute it: the executor does (``LookupRequest.buckets``)
 ANY_BUCKET = -1
 
 
 @dataclass
 class TableRouting:
-    """Key layout and hashing of one primary-key table.
+    """Key layout and hashing of one primary-key table: where a key lives.
 
-    With fixed buckets and Paimon's default bucket function a key's bucket follows from the key (Paimon's hash),
-    and so does its channel: a lookup goes to one executor. Otherwise (``fanout``: dynamic buckets, where the
-    table's hash index decides; postpone buckets, where each partition has its own count; cross-partition keys,
-    where the partition is not part of the key; a custom bucket function) the bucket is ``ANY_BUCKET`` and a
-    lookup asks every executor, each answering from the buckets it holds (docs/query-service.md, "Table kinds").
+    With fixed buckets and Paimon's default bucket function a key's bucket follows from the key (Paimon's hash of
+    the bucket key), and the bucket's channel names the executor that holds it. Otherwise (``slotted``: dynamic
+    buckets, where the writer's assigner decides and only the table's hash index remembers; postpone buckets,
+    where each partition has its own count; cross-partition keys, where the partition is not part of the key; a
+    custom bucket function) a key is routed by its *slot*: Paimon's hash of the trimmed primary key modulo
+    ``KEY_SLOTS``, in place of the bucket. The slot's channel names the executor that holds the key, whichever
+    bucket it is in: executors of such a table keep every bucket, each indexing the keys of its own channels
+    (docs/query-service.md, "Keys whose bucket is not theirs to compute"). ``bucket``/``buckets_of`` answer the
+    routing bucket: the bucket, or the slot.
     """
 
     identifier: str
@@ -76,69 +81,75 @@ class TableRouting:
                    num_buckets=meta.num_buckets, meta=meta)
 
     @functools.cached_property
-    def _bucket_key_fields(self) -> list:
-        return self.meta.data_fields(self.bucket_keys)
+    def kind(self) -> str:
+        """``fixed``, ``dynamic``, ``cross-partition`` or ``postpone`` (Paimon's bucket modes of primary-key
+        tables)."""
+        return kinds.bucket_mode(self.meta)
+
+    @functools.cached_property
+    def slotted(self) -> bool:
+        """True when a key's bucket does not follow from the key: it is routed by its slot."""
+        return kinds.slotted(self.meta)
+
+    @functools.cached_property
+    def route_keys(self) -> List[str]:
+        """The columns a key is routed by: the bucket key, or (slotted) the trimmed primary key."""
+        return kinds.routing_columns(self.meta)
+
+    @functools.cached_property
+    def routes(self) -> int:
+        """How many routing buckets there are: the table's buckets, or ``KEY_SLOTS``."""
+        return kinds.routes(self.meta)
+
+    @functools.cached_property
+    def key_partition_keys(self) -> List[str]:
+        """The partition columns that are part of a lookup key (none on cross-partition tables)."""
+        return kinds.key_partition_keys(self.meta)
+
+    @functools.cached_property
+    def _route_fields(self) -> list:
+        return self.meta.data_fields(self.route_keys)
 
     @functools.cached_property
     def _partition_fields(self) -> list:
         return self.meta.data_fields(self.partition_keys)
 
     @functools.cached_property
-    def _bucket_key_types(self) -> List[str]:
-        return [str(f.type) for f in self._bucket_key_fields]
+    def _route_types(self) -> List[str]:
+        return [str(f.type) for f in self._route_fields]
 
     @functools.cached_property
-    def _one_int_bucket_key(self) -> str:
-        """The base type of a bucket key of one integer column (``BIGINT`` ...), or "" (``int_row_hash``)."""
-        if len(self._bucket_key_types) != 1:
+    def _one_int_route_key(self) -> str:
+        """The base type of a routing key of one integer column (``BIGINT`` ...), or "" (``int_row_hash``)."""
+        if len(self._route_types) != 1:
             return ""
-        base = binary_row.base_type(self._bucket_key_types[0])
+        base = binary_row.base_type(self._route_types[0])
         return base if base in binary_row.INT_BASES else ""
 
-    @functools.cached_property
-    def kind(self) -> str:
-        """``fixed``, ``dynamic``, ``cross-partition`` or ``postpone`` (Paimon's bucket modes of primary-key
-        tables), what routing depends on."""
-        return bucket_mode(self.meta)
-
-    @functools.cached_property
-    def fanout(self) -> bool:
-        """True when a key's bucket does not follow from the key: every executor is asked."""
-        return self.kind != "fixed" or _custom_bucket_function(self.meta)
-
-    @functools.cached_property
-    def key_partition_keys(self) -> List[str]:
-        """The partition columns that are part of a lookup key: all of them, except on cross-partition tables
-        (their key alone names a row, in whichever partition holds it)."""
-        return [] if self.kind == "cross-partition" else list(self.partition_keys)
-
     def bucket(self, key: Dict[str, Any]) -> int:
-        if self.fanout:
-            return ANY_BUCKET
-        base = self._one_int_bucket_key
+        """The routing bucket of a key given as {column: value}: its bucket, or its slot (``slotted``)."""
+        base = self._one_int_route_key
         if base:
-            value = key[self.bucket_keys[0]]
+            value = key[self.route_keys[0]]
             if type(value) is int:
-                return binary_row.bucket(binary_row.int_row_hash(value, base), self.num_buckets)
-        values = [key[k] for k in self.bucket_keys]
+                return binary_row.bucket(binary_row.int_row_hash(value, base), self.routes)
+        values = [key[k] for k in self.route_keys]
         try:
-            hash_code = binary_row.row_hash(values, self._bucket_key_types)
+            hash_code = binary_row.row_hash(values, self._route_types)
         except binary_row.Unsupported:
-            hash_code = binary_row_hash(values, self._bucket_key_fields)
-        return binary_row.bucket(hash_code, self.num_buckets)
+            hash_code = binary_row_hash(values, self._route_fields)
+        return binary_row.bucket(hash_code, self.routes)
 
     def buckets_of(self, keys) -> np.ndarray:
-        """Bucket of every row of an Arrow table of keys (vectorised; one key at a time for a few keys)."""
+        """The routing bucket of every row of an Arrow table of keys (vectorised; one key at a time for a few)."""
         from .bucket_hash import binary_row_hashes, buckets_of
 
         n = keys.num_rows
-        if self.fanout:
-            return np.full(n, ANY_BUCKET, dtype=np.int32)
         if n < 8:
-            rows = keys.select(self.bucket_keys).to_pylist()
+            rows = keys.select(self.route_keys).to_pylist()
             return np.asarray([self.bucket(r) for r in rows], dtype=np.int32)
-        hashes = binary_row_hashes([keys.column(k) for k in self.bucket_keys], self._bucket_key_fields)
-        return buckets_of(hashes, self.num_buckets)
+        hashes = binary_row_hashes([keys.column(k) for k in self.route_keys], self._route_fields)
+        return buckets_of(hashes, self.routes)
 
     def partition_hashes_of(self, keys) -> np.ndarray:
         """``BinaryRow.hashCode()`` of every row's partition (one hash per distinct partition)."""
@@ -188,24 +199,31 @@ class TableRouting:
 _EMPTY_ROW_HASH = binary_row.row_hash((), [])
 
 
-def bucket_mode(table) -> str:
-    """A primary-key table's bucket mode, as Paimon decides it (``FileStoreTable.bucketMode``): ``fixed``
-    (``bucket`` = N > 0), ``postpone`` (-2), ``cross-partition`` (-1, and the primary key lacks a partition
-    column: a key may move between partitions) or ``dynamic`` (-1: buckets are added as they fill, the hash index
-    says which bucket holds a key)."""
-    meta = table_meta(table)
-    bucket = meta.num_buckets
-    if bucket > 0:
-        return "fixed"
-    if bucket == -2:
-        return "postpone"
-    if any(k not in meta.primary_keys for k in meta.partition_keys):
-        return "cross-partition"
-    return "dynamic"
+@dataclass(frozen=True, eq=False)
+class KeySlice:
+    """The keys of a slotted table (``TableRouting.slotted``) one executor indexes: those whose slot's channel is
+    among ``owned`` (its channels, of ``channels``). Two slices are equal when they take the same keys."""
 
+    routing: TableRouting = field(repr=False)
+    channels: int
+    owned: frozenset
 
-def _custom_bucket_function(meta: TableMeta) -> bool:
-    return str(meta.options.get("bucket-function.type", "default")).lower() != "default"
+    def __eq__(self, other) -> bool:
+        return isinstance(other, KeySlice) and (self.channels, self.owned) == (other.channels, other.owned)
+
+    def __hash__(self) -> int:
+        return hash((self.channels, self.owned))
+
+    def mask(self, partition: Tuple, keys) -> np.ndarray:
+        """Which rows of ``keys`` (an Arrow table with the routing columns) of ``partition`` are in the slice."""
+        from .bucket_hash import channels_of
+
+        routing = self.routing
+        n = keys.num_rows
+        part = partition if routing.key_partition_keys else ()
+        hashes = np.full(n, routing.partition_hash(part), dtype=np.int64)
+        channels = channels_of(hashes, routing.buckets_of(keys), self.channels)
+        return np.isin(channels, np.fromiter(self.owned, dtype=np.int64, count=len(self.owned)))
 
 
 def table_kind(table) -> str:

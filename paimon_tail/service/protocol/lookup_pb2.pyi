@@ -453,7 +453,7 @@ class Value(_message.Message):
     def __init__(self, int: _Optional[int] = ..., text: _Optional[str] = ..., real: _Optional[float] = ..., boolean: _Optional[bool] = ..., binary: _Optional[bytes] = ...) -> None: ...
 
 class LookupRequest(_message.Message):
-    __slots__ = ("table", "keys_ipc", "buckets", "min_snapshot_id", "select", "protocol_version", "key", "row_values", "any_order", "owners_print")
+    __slots__ = ("table", "keys_ipc", "buckets", "min_snapshot_id", "select", "protocol_version", "key", "row_values", "any_order")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     KEYS_IPC_FIELD_NUMBER: _ClassVar[int]
     BUCKETS_FIELD_NUMBER: _ClassVar[int]
@@ -463,7 +463,6 @@ class LookupRequest(_message.Message):
     KEY_FIELD_NUMBER: _ClassVar[int]
     ROW_VALUES_FIELD_NUMBER: _ClassVar[int]
     ANY_ORDER_FIELD_NUMBER: _ClassVar[int]
-    OWNERS_PRINT_FIELD_NUMBER: _ClassVar[int]
     table: str
     keys_ipc: bytes
     buckets: _containers.RepeatedScalarFieldContainer[int]
@@ -473,8 +472,7 @@ class LookupRequest(_message.Message):
     key: _containers.RepeatedCompositeFieldContainer[Value]
     row_values: bool
     any_order: bool
-    owners_print: int
-    def __init__(self, table: _Optional[str] = ..., keys_ipc: _Optional[bytes] = ..., buckets: _Optional[_Iterable[int]] = ..., min_snapshot_id: _Optional[int] = ..., select: _Optional[_Iterable[str]] = ..., protocol_version: _Optional[int] = ..., key: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., row_values: _Optional[bool] = ..., any_order: _Optional[bool] = ..., owners_print: _Optional[int] = ...) -> None: ...
+    def __init__(self, table: _Optional[str] = ..., keys_ipc: _Optional[bytes] = ..., buckets: _Optional[_Iterable[int]] = ..., min_snapshot_id: _Optional[int] = ..., select: _Optional[_Iterable[str]] = ..., protocol_version: _Optional[int] = ..., key: _Optional[_Iterable[_Union[Value, _Mapping]]] = ..., row_values: _Optional[bool] = ..., any_order: _Optional[bool] = ...) -> None: ...
 
 class FailedKeys(_message.Message):
     __slots__ = ("positions", "reason", "retry")

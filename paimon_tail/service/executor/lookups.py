@@ -122,7 +122,7 @@ class Lookups:
     # -- keys as typed values (no Arrow on the way in; rows as values on the way out when asked) ----------------
     async def _typed(self, state: TableState, request, time_remaining):
         """Keys given as ``LookupRequest.key`` (one, or several in protocol 3): each found through its bucket's key
-        index (every store of its partition for a key without a bucket) and read from the batch that holds its
+        index (a slotted table's: each store of its partition here in turn) and read from the batch that holds its
         row — no Arrow table of keys, no vectorised machinery for a few keys. Rows go back as protobuf values
         (``row_values``, plain column types) or as Arrow IPC."""
         kinds = state.key_kinds
@@ -388,9 +388,7 @@ class Lookups:
         if broken is None:
             return None
         key, error = broken
-        pkeys = state.routing.partition_keys
-        where = f"partition {partition_path(pkeys, key[0])} bucket {key[1]}" if pkeys else f"bucket {key[1]}"
-        return Problem(f"{where} of {state.name} cannot be served: {error}", False, Why.DATA_LOSS)
+        return Problem(f"{_bucket_name(state, key)} of {state.name} cannot be served: {error}", False, Why.DATA_LOSS)
 
     # -- shared -------------------------------------------------------------------------------------------
     async def _view(self, state: TableState, request, time_remaining) -> View:
@@ -414,9 +412,8 @@ class Lookups:
         """Why this executor cannot answer for a (partition, bucket) now, or None."""
         error = view.broken.get(key)
         if error is not None:
-            pkeys = state.routing.partition_keys
-            where = f"partition {partition_path(pkeys, key[0])} bucket {key[1]}" if pkeys else f"bucket {key[1]}"
-            return Problem(f"{where} of {state.name} cannot be served: {error}", False, Why.DATA_LOSS)
+            return Problem(f"{_bucket_name(state, key)} of {state.name} cannot be served: {error}", False,
+                           Why.DATA_LOSS)
         return self._channel_problem(state, view, state.channel_of(key),
                                      f"partition {key[0]} bucket {key[1]} of {state.name}")
 
@@ -431,6 +428,12 @@ class Lookups:
             return Problem(f"executor {ex.index} is still loading {where}", True, Why.UNAVAILABLE)
         owner = ex.owners[channel] if channel < len(ex.owners) else -1
         return Problem(f"{where} belongs to executor {owner}, not {ex.index}", True, Why.MOVED)
+
+
+def _bucket_name(state: TableState, key: BucketKey) -> str:
+    """``partition dt=2026-11-01 bucket 3`` (``bucket 3`` in an unpartitioned table), for reasons."""
+    pkeys = state.routing.partition_keys
+    return f"partition {partition_path(pkeys, key[0])} bucket {key[1]}" if pkeys else f"bucket {key[1]}"
 
 
 _KINDS: Dict[int, tuple] = {}  # id(target) → (target, its columns' Value fields or None)

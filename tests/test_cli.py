@@ -427,3 +427,18 @@ def test_stats_line_on_an_idle_table(wh):
     assert out == b"" and not any("None" in line for line in lines), lines
     assert all(re.search(r"\] snapshot - \(waiting for 3\) latest 2 lag 0 \(0\.0s\) rows 0 \(0/s\) ", line)
                for line in lines), lines
+
+
+def test_json_is_jsonl(log):
+    """-f json (what jq, kcat and psql users type) is JSON lines."""
+    args = ["follow", "db.log", "-w", log.path, "--from", "earliest", "-e"]
+    jsonl, json_ = run_cli(args + ["-f", "jsonl"]), run_cli(args + ["-f", "json"])
+    assert json_.returncode == 0 and json_.stdout == jsonl.stdout and len(jsonl.stdout.splitlines()) == 20
+    other = run_cli(args + ["-f", "yaml"])
+    assert other.returncode == 2 and "'json'" in other.stderr.decode() and "'jsonl'" in other.stderr.decode()
+
+
+def test_top_level_help_fits_80_columns():
+    out = run_cli(["--help"], env={"COLUMNS": "80"})
+    assert out.returncode == 0 and max(len(line) for line in out.stdout.decode().splitlines()) <= 80, out.stdout
+    assert b"130 interrupted" in b" ".join(out.stdout.split())

@@ -221,3 +221,31 @@ def test_printed_rows_stay_one_line_and_cannot_drive_the_terminal(wh):
         shown = t.history()
     assert re.search(r"^1 +two\\nlines +1$", shown, re.M), shown
     assert re.search(r"^2 +\\x1b\[2Jred\\x1b\[31m +2$", shown, re.M), shown
+
+
+STATUS = pa.schema([("id", pa.int64()), ("customer", pa.string()), ("status", pa.string()),
+                    ("at", pa.timestamp("us"))])
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_exit_at_end_prints_the_header_once_as_values_widen(wh, columns):
+    """-e on a terminal, snapshot by snapshot, while values get longer ("paid" → "shipped" → "delivered", ids of
+    1 to 3 digits): the columns had room to grow, so the header is printed once, not again at each widening, and
+    every row is in one table."""
+    wh.create("orders", STATUS)
+    statuses = ["paid", "packed", "shipped", "delivered"]
+    at = datetime.datetime(2026, 11, 1, 12, 0, 0)
+    ids = []
+    for c, status in enumerate(statuses * 2):
+        rows = [{"id": c * 30 + i + 1, "customer": ["ada", "grace", "barbara"][i % 3], "status": status, "at": at}
+                for i in range(6)]
+        wh.commit("orders", rows)
+        ids += [r["id"] for r in rows]
+    with Terminal(["follow", "db.orders", "-w", wh.path, "--from", "earliest", "-e"], columns, 24) as t:
+        assert t.wait_exit() == 0
+        shown = t.history()
+    assert max(ids) >= 100 and len(shown.splitlines()) > 24  # values widen, and the rows scrolled
+    assert len(re.findall(r"^id +customer +status +at$", shown, re.M)) == 1, shown
+    printed = [int(m.group(1)) for m in re.finditer(r"^(\d+) +(ada|grace|barbara) +\w+ +2026-11-01", shown, re.M)]
+    assert printed == ids, shown
+    assert widest_line(shown) <= columns

@@ -66,8 +66,9 @@ class LazyGroup(click.Group):
 def cli(ctx: click.Context, debug: bool) -> None:
     """tail -f and point lookups for Apache Paimon tables.
 
-    \b
     Exit codes: 0 ok, 1 runtime error (or a lookup key not found), 2 bad usage, 130 interrupted.
+
+    \b
     Shell completion (bash; zsh and fish alike, see README):
       eval "$(_PAIMON_TAIL_COMPLETE=bash_source paimon-tail)"
     """

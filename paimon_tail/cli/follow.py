@@ -9,7 +9,7 @@ import click
 
 from ..catalog import CatalogConfig
 from ..errors import UsageError
-from ..output.formats import CDC_FORMATS, FORMATS
+from ..output.formats import CDC_FORMATS, FORMATS, choices
 from .common import catalog_options, complete_tables, run
 
 
@@ -61,10 +61,10 @@ def parse_key_delimiter(text: Optional[str]) -> Optional[str]:
 
 def format_option(f):
     f = click.option("--format", "-f", "fmt", default="auto", show_default=True,
-                     type=click.Choice(FORMATS),
+                     type=click.Choice(choices(FORMATS)),
                      help="auto = live table on a terminal (every row, scrolling, when the follow has an end: "
-                     "-e, --until, -n), JSON lines when piped; arrow: an Arrow IPC stream (not to a terminal); "
-                     "debezium, canal, maxwell: change events.")(f)
+                     "-e, --until, -n), JSON lines when piped; json is jsonl; arrow: an Arrow IPC stream (not to a "
+                     "terminal); debezium, canal, maxwell: change events.")(f)
     f = click.option("--force-binary", is_flag=True,
                      help="Write a binary format (-f arrow) even when stdout is a terminal.")(f)
     for flag, value, help_ in (("--nl", "jsonl", "JSON lines (like sqlite-utils --nl)."),

@@ -25,7 +25,8 @@ from rich.text import Text
 
 from .base import Renderer
 from .status import Pace, state
-from .terminal_tables import GAP, Lines, aligned, fitting_columns, hidden_note, natural_width, RecordLines, rule, width_of
+from .terminal_tables import (GAP, NARROW_GAP, Lines, RecordLines, aligned, fitting_columns, hidden_note, natural_width,
+                              rule, width_of)
 from .plain import text
 from .values import plain_rows
 
@@ -323,7 +324,9 @@ class ScrollingTableRenderer(Renderer):
         self._pending: List[List[str]] = []
         self._key: Optional[Tuple[str, Tuple[str, ...]]] = None  # (table, columns) of the pending rows
         self._printed: Optional[tuple] = None  # (table, columns, widths) of the last piece printed
-        self._widths: Dict[Tuple[str, Tuple[str, ...]], Optional[List[int]]] = {}  # None: records
+        self._widths: Dict[Tuple[str, Tuple[str, ...]], Optional[Tuple[List[int], str]]] = {}  # None: records
+        self._room: Dict[Tuple[str, Tuple[str, ...]], List[int]] = {}  # each column's headroom (_headroom)
+        self._seen: Dict[Tuple[str, Tuple[str, ...]], List[int]] = {}  # each column's widest cell so far
         self._records = 0  # records printed, to number those whose first value is too long to title them
         self._live = None
         self._loop = None
@@ -364,6 +367,7 @@ class ScrollingTableRenderer(Renderer):
         if key != self._key:
             self._print_pending()
             self._key = key
+            self._room.setdefault(key, _headroom(batch.schema))
         for offset in range(0, batch.num_rows, self.PIECE_ROWS):
             self._pending.extend([[c if c.isprintable() else c.translate(_VISIBLE) for c in row]
                                   for row in _text_rows(batch.slice(offset, self.PIECE_ROWS))])
@@ -376,39 +380,52 @@ class ScrollingTableRenderer(Renderer):
             return
         key = self._key
         name, columns = key
-        widths = self._layout(key)
+        layout = self._layout(key)
         out: List[tuple] = []
         if self.many_tables and (self._printed is None or self._printed[0] != name):
             out.append((name, _STYLES["bold"]))
         kinds = columns[0] == "_row_kind"
-        if widths is None:
-            layout = RecordLines(columns, self.console.size.width)
+        if layout is None:
+            records = RecordLines(columns, self.console.size.width)
             for row in self._pending:
                 self._records += 1
-                lines = layout.lines(row, self._records)
+                lines = records.lines(row, self._records)
                 style = _STYLES.get(row[0]) if kinds else None
                 out.append((lines[0], _STYLES["dim"]))
                 out.extend((line, style) for line in lines[1:])
         else:
-            if self._printed != (name, columns, widths):  # the header again when the columns or widths change
-                out += [(aligned(columns, widths), _STYLES["bold cyan"]), (rule(widths), _STYLES["dim"])]
-            out.extend((aligned(row, widths), _STYLES.get(row[0]) if kinds else None) for row in self._pending)
+            widths, gap = layout
+            if self._printed != (name, columns, layout):  # the header again when the columns or widths change
+                out += [(aligned(columns, widths, gap), _STYLES["bold cyan"]), (rule(widths, gap), _STYLES["dim"])]
+            out.extend((aligned(row, widths, gap), _STYLES.get(row[0]) if kinds else None) for row in self._pending)
         self.console.print(Lines(out), soft_wrap=True, crop=False)
-        self._printed = (name, columns, widths)
+        self._printed = (name, columns, layout)
         self._pending = []
 
-    def _layout(self, key) -> Optional[List[int]]:
-        """The pending rows' column widths: the widest cell of each column so far (they only grow), or None for
-        records, from the first rows that do not fit the terminal on."""
+    def _layout(self, key) -> Optional[Tuple[List[int], str]]:
+        """The pending rows' column widths and the gap between columns, or None for records, from the first rows
+        that do not fit the terminal on. A column is as wide as its widest cell so far plus some headroom
+        (``_headroom``) while the terminal has room for it, so later rows seldom need a wider column and the
+        header is seldom printed again (without it, a status column went from "placed" to "shipped" to
+        "delivered": three headers in 40 rows). Before records, the gap narrows from three cells to two."""
         columns = key[1]
         natural = [max([width_of(c), *(width_of(r[i]) for r in self._pending)]) for i, c in enumerate(columns)]
-        widths = self._widths.get(key, natural)
-        if widths is not None:
-            widths = [max(a, b) for a, b in zip(widths, natural)]
-            if sum(widths) + len(GAP) * (len(widths) - 1) > self.console.size.width:
-                widths = None
-        self._widths[key] = widths
-        return widths
+        needed = self._seen[key] = [max(a, b) for a, b in zip(self._seen.get(key, natural), natural)]
+        layout = self._widths.get(key, ([0] * len(columns), GAP))
+        if layout is None:
+            return None
+        if all(n <= w for n, w in zip(natural, layout[0])):
+            return layout
+        room = [_room_for(r, n) for r, n in zip(self._room.get(key) or [0] * len(columns), needed)]
+        layout = None
+        for gap in (GAP, NARROW_GAP):  # the narrow gap when it leaves more headroom, or is all that fits
+            slack = self.console.size.width - sum(needed) - len(gap) * (len(columns) - 1)
+            if slack >= 0 and (layout is None or slack < sum(room) and slack > sum(layout[0]) - sum(needed)):
+                layout = (_widen(needed, room, slack), gap)
+                if slack >= sum(room):
+                    break
+        self._widths[key] = layout
+        return layout
 
     def flush(self) -> None:
         self._print_pending()
@@ -430,6 +447,40 @@ class ScrollingTableRenderer(Renderer):
             if getattr(self.stats, "tables", None) is not None else self.footer.single(width, rows=self.rows)
         bar = _progress(self.stats, width) if self.footer.ended is None else None
         return Group(line, bar) if bar is not None else line
+
+
+_TEXT = -1  # a column of text: its headroom grows with its width (_room_for)
+
+
+def _headroom(schema: pa.Schema) -> List[int]:
+    """Cells a column of rows printed as they come gets beyond its widest value so far: none for values of one
+    width (times, dates, booleans, row kinds), two digits for numbers, more for text (``_room_for``)."""
+    room = []
+    for f in schema:
+        t = f.type
+        if f.name == "_row_kind" or pa.types.is_temporal(t) or pa.types.is_boolean(t):
+            room.append(0)
+        elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            room.append(2)
+        else:
+            room.append(_TEXT)
+    return room
+
+
+def _room_for(room: int, width: int) -> int:
+    return max(3, width // 2) if room == _TEXT else room
+
+
+def _widen(widths: List[int], room: List[int], slack: int) -> List[int]:
+    """``widths`` with up to ``slack`` more cells, shared in proportion to each column's ``room`` (the
+    remainder to those with the most room), never more than its room."""
+    total = sum(room)
+    if total <= slack:
+        return [w + r for w, r in zip(widths, room)]
+    extra = [r * slack // total for r in room]
+    for i in sorted(range(len(room)), key=lambda i: -room[i])[:slack - sum(extra)]:
+        extra[i] += 1
+    return [w + e for w, e in zip(widths, extra)]
 
 
 def _stop(live) -> None:

@@ -110,14 +110,17 @@ def width_of(text: str) -> int:
     return len(text) if text.isascii() else cell_len(text)
 
 
-def aligned(cells: Sequence[str], widths: Sequence[int]) -> str:
+NARROW_GAP = "  "  # the gap when the widths fit with it only (before falling back to records)
+
+
+def aligned(cells: Sequence[str], widths: Sequence[int], gap: str = GAP) -> str:
     """One line of rows printed as they come: each cell padded to its column's width (plain text, no rich table:
     rich lays a 256-row table out at ~1,000 rows/s, a join at ~60,000)."""
-    return GAP.join(c + " " * (w - width_of(c)) for c, w in zip(cells, widths)).rstrip()
+    return gap.join(c + " " * (w - width_of(c)) for c, w in zip(cells, widths)).rstrip()
 
 
-def rule(widths: Sequence[int]) -> str:
-    return "─" * (sum(widths) + len(GAP) * (len(widths) - 1))
+def rule(widths: Sequence[int], gap: str = GAP) -> str:
+    return "─" * (sum(widths) + len(gap) * (len(widths) - 1))
 
 
 class RecordLines:
@@ -154,5 +157,5 @@ class RecordLines:
         return out
 
 
-__all__ = ["GAP", "Lines", "MAX_CELL", "aligned", "width_of", "fitting_columns", "hidden_note", "natural_width", "RecordLines",
+__all__ = ["GAP", "NARROW_GAP", "Lines", "MAX_CELL", "aligned", "width_of", "fitting_columns", "hidden_note", "natural_width", "RecordLines",
            "records", "report", "rule"]

@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from ..catalog import CatalogConfig
+from ..catalog import CatalogConfig, check_qualified
 from ..errors import UsageError
 from ..output.formats import CDC_FORMATS, FORMATS, choices
 from .common import catalog_options, complete_tables, run
@@ -132,6 +132,7 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
         buckets=parse_buckets(buckets), catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
         read_workers=read_threads, poll_interval=poll_interval, storage_timeout=storage_timeout,
     ).normalized()  # bad positions fail before the catalog is touched
+    check_qualified(tables, catalog)
     out = Output.choose(fmt, force_binary=force_binary)
     fmt = out.fmt
     delimiter = parse_key_delimiter(key_delimiter)

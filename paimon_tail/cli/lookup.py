@@ -65,6 +65,9 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, force_bina
     A key not found: exit 1 with a count on stderr (--missing error), or exit 0 (--missing skip|null)."""
     if not keys and not keys_from:
         raise UsageError("no keys given", hint="pass KEY arguments or --keys-from FILE|-")
+    from ..catalog import check_qualified
+
+    check_qualified([table], catalog)
     from ..output.command_output import Output
     from ..output.lookup_rows import LookupRows
 

@@ -74,11 +74,13 @@ class Output:
         """A line of rich markup on the terminal."""
         self.console.print(markup)
 
-    def report(self, header: Sequence[str], rows: List[List[str]], title: str = "") -> None:
-        """A table that fits the terminal's width (``terminal_tables.report``)."""
+    def report(self, header: Sequence[str], rows: List[List[str]], title: str = "",
+               optional: Sequence[str] = ()) -> None:
+        """A table that fits the terminal's width, leaving ``optional`` columns out if need be
+        (``terminal_tables.report``)."""
         from .terminal_tables import report
 
-        self.console.print(report(header, rows, self.console, title=title))
+        self.console.print(report(header, rows, self.console, title=title, optional=optional))
 
     # -- Arrow rows (follow) ------------------------------------------------------------------------------
     def renderer(self, **options):

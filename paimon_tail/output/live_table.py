@@ -27,7 +27,7 @@ from .base import Renderer
 from .status import Pace, state
 from .terminal_tables import (GAP, NARROW_GAP, Lines, RecordLines, aligned, fitting_columns, hidden_note, natural_width,
                               rule, width_of)
-from .plain import text
+from .plain import short_time, text
 from .values import plain_rows
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ _VISIBLE = {c: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(chr(c), f"\\x{c:02x}"
 def _text_rows(batch: pa.RecordBatch) -> List[List[str]]:
     names = batch.schema.names
     times = {f.name for f in batch.schema if pa.types.is_timestamp(f.type)}
-    return [[_short_time(row[c]) if c in times else text(row[c]) for c in names] for row in plain_rows(batch)]
+    return [[short_time(row[c]) if c in times else text(row[c]) for c in names] for row in plain_rows(batch)]
 
 
 def _row_style(columns: List[str], row: List[str]) -> Optional[str]:
@@ -186,11 +186,12 @@ def _progress(stats: Any, width: int) -> Optional[ProgressBar]:
 
 class LiveTableRenderer(Renderer):
     def __init__(self, stats: Any = None, title: str = "", console: Optional[Console] = None,
-                 max_rows: Optional[int] = None, auto_start: bool = True) -> None:
+                 max_rows: Optional[int] = None, auto_start: bool = True, label: str = "") -> None:
         self.console = console or Console()
         super().__init__(self.console.file)
         self.stats = stats
         self.title = title
+        self.label = label  # the table's name at the start of the footer, in place of a title (a line less)
         self._max_rows = max_rows
         self._window = RowWindow(self._capacity())
         self._live = None
@@ -244,6 +245,8 @@ class LiveTableRenderer(Renderer):
     def _footer(self, width: int) -> Text:
         if self.footer is None:
             return Text(f"{self.rows:,} rows", style="dim")
+        if self.label:
+            return Text.assemble((self.label, "bold"), " · ", self.footer.single(width - cell_len(self.label) - 3))
         return self.footer.single(width)
 
 
@@ -494,13 +497,6 @@ def _stop(live) -> None:
         live.console.line()
 
 
-def _short_time(value: Any) -> str:
-    """'2026-11-22T05:59:43.214000+00:00' → '2026-11-22 05:59:43.214' (the cell, not the data: JSON keeps it all)."""
-    if not isinstance(value, str) or len(value) < 19:
-        return text(value)
-    head, frac = value[:19].replace("T", " "), value[19:]
-    digits = frac[1:].split("+")[0].split("-")[0] if frac.startswith(".") else ""
-    return head + (f".{digits[:3]}" if digits else "")
 
 
 __all__ = ["LiveTableRenderer", "MultiLiveTableRenderer", "RowWindow", "ScrollingTableRenderer"]

@@ -170,8 +170,9 @@ def catalog_config(
     catalog (``catalogs.py``); flags, highest first: ``-O key=value``, ``--warehouse``, ``--config FILE`` or
     ``--catalog NAME``.
 
-    ``PAIMON_WAREHOUSE`` is left aside when ``--warehouse``, ``--config`` or ``--catalog`` is given (``-O`` adds
-    to it: ``-O s3.endpoint=...``), and the default catalog when any flag or ``PAIMON_WAREHOUSE`` is.
+    ``PAIMON_WAREHOUSE`` is left aside when ``--warehouse``, ``--config`` or ``--catalog`` is given, and the
+    default catalog also when ``PAIMON_WAREHOUSE`` is set or ``-O metastore=...`` names a catalog of another
+    kind. Otherwise ``-O`` adds to (or overrides keys of) the catalog in effect: ``-O s3.endpoint=...``.
     """
     given = dict(options) if isinstance(options, Mapping) else check_option_names(parse_options(options), "-O")
     if config_file and catalog:
@@ -190,7 +191,7 @@ def catalog_config(
         source = f"catalog {catalog}"
     elif not warehouse and env:
         merged["warehouse"], source = env, "PAIMON_WAREHOUSE"
-    elif not warehouse and not given:
+    elif not warehouse and "metastore" not in given:
         from . import catalogs
 
         named = catalogs.load()

@@ -68,6 +68,24 @@ def complete_tables(ctx: click.Context, param: click.Parameter, incomplete: str)
     return sorted(n for n in names if n.startswith(incomplete))
 
 
+START_POSITIONS = (("latest-full", "the table now, then every commit"), ("latest", "only new commits"),
+                   ("earliest", "every change still kept"), ("snapshot:", "changes from snapshot N on"),
+                   ("snapshot-full:", "the table at snapshot N, then changes"),
+                   ("timestamp:", "changes from time T on (ISO-8601 or epoch ms)"), ("-1h", "changes of the last hour"))
+END_POSITIONS = (("snapshot:", "stop after snapshot N"), ("timestamp:", "stop after the last commit at or before T"))
+
+
+def complete_positions(positions) -> Callable:
+    """Shell completion of --from / --until: the position forms, each with what it means (zsh and fish show it)."""
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(value, help=help_) for value, help_ in positions if value.startswith(incomplete)]
+
+    return complete
+
+
 def security_options(f: Callable) -> Callable:
     """--tls-ca / --tls-cert / --tls-key / --token-file, for the commands that talk to the query service."""
     f = click.option("--tls-ca", type=click.Path(dir_okay=False), help="CA certificate: the server requires client "

@@ -10,7 +10,7 @@ import click
 from ..catalog import CatalogConfig, check_qualified
 from ..errors import UsageError
 from ..output.formats import CDC_FORMATS, FORMATS, choices
-from .common import catalog_options, complete_tables, run
+from .common import END_POSITIONS, START_POSITIONS, catalog_options, complete_positions, complete_tables, run
 
 
 def parse_columns(text: Optional[str]) -> Optional[list]:
@@ -78,8 +78,10 @@ def format_option(f):
 @click.argument("tables", nargs=-1, required=True, metavar="TABLE...", shell_complete=complete_tables)
 @catalog_options
 @click.option("--from", "start", default="latest-full", show_default=True, metavar="POSITION",
+              shell_complete=complete_positions(START_POSITIONS),
               help="latest-full | latest | earliest | snapshot:N | snapshot-full:N | timestamp:T | -1h")
-@click.option("--until", metavar="POSITION", help="Stop after snapshot:N or timestamp:T.")
+@click.option("--until", metavar="POSITION", shell_complete=complete_positions(END_POSITIONS),
+              help="Stop after snapshot:N or timestamp:T.")
 @click.option("--exit-at-end", "-e", is_flag=True, help="Stop when caught up with the latest snapshot (kcat -e).")
 @click.option("--max-rows", "-n", type=click.IntRange(min=0), help="Stop after N rows.")
 @format_option

@@ -175,9 +175,11 @@ def demo_dir(tmp_path):
 def pytest_sessionfinish(session, exitstatus) -> None:
     """A demo writer keeps committing until ``demo --stop`` (by design): a test that starts one stops it (the
     ``demo_dir`` fixture). One still running at the end of the run is a test's leak: killed, and the run fails."""
-    import tempfile
-
-    leaked = writers_of(os.path.join(tempfile.gettempdir(), "pytest-of-"), prefix=True)
+    # this run's own temporary directory only: other runs on the machine (other worktrees) have writers of theirs
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    leaked = writers_of(str(factory.getbasetemp()), prefix=True)
     for pid in leaked:
         try:
             os.kill(pid, signal.SIGKILL)

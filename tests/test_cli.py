@@ -121,8 +121,9 @@ def test_stats_show_the_real_latest_while_catching_up(wh):
 
 
 def test_max_rows_and_until(log):
-    out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-n", "7"])
-    assert out.returncode == 0 and len(out.stdout.splitlines()) == 7
+    for count in (["-c", "7"], ["--count", "7"], ["--max-rows", "7"]):  # kcat's -c; --max-rows: its old name
+        out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", *count])
+        assert out.returncode == 0 and len(out.stdout.splitlines()) == 7
     out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "--until", "snapshot:2"])
     assert sorted({json.loads(line)["n"] for line in out.stdout.splitlines()}) == [0, 1]
 

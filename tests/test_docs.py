@@ -153,10 +153,10 @@ def demo(tmp_path_factory):
 
 
 def endless(line: str) -> bool:
-    """A line that runs until Ctrl-C: a follow without an end (-e, --until, -n)."""
+    """A line that runs until Ctrl-C: a follow without an end (-e, --until, -c)."""
     first = line.split("|")[0]
     return first.lstrip().startswith("paimon-tail follow ") and \
-        not re.search(r"\s(-e|--exit-at-end|--until|-n)\b", first)
+        not re.search(r"\s(-e|--exit-at-end|--until|-c|--count)\b", first)
 
 
 def _run_line(demo, prelude: str, line: str, timeout: float = 25.0):

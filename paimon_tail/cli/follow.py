@@ -63,7 +63,7 @@ def format_option(f):
     f = click.option("--format", "-f", "fmt", default="auto", show_default=True,
                      type=click.Choice(choices(FORMATS)),
                      help="auto = live table on a terminal (every row, scrolling, when the follow has an end: "
-                     "-e, --until, -n), JSON lines when piped; json is jsonl; arrow: an Arrow IPC stream (not to a "
+                     "-e, --until, -c), JSON lines when piped; json is jsonl; arrow: an Arrow IPC stream (not to a "
                      "terminal); debezium, canal, maxwell: change events.")(f)
     f = click.option("--force-binary", is_flag=True,
                      help="Write a binary format (-f arrow) even when stdout is a terminal.")(f)
@@ -83,7 +83,12 @@ def format_option(f):
 @click.option("--until", metavar="POSITION", shell_complete=complete_positions(END_POSITIONS),
               help="Stop after snapshot:N or timestamp:T.")
 @click.option("--exit-at-end", "-e", is_flag=True, help="Stop when caught up with the latest snapshot (kcat -e).")
-@click.option("--max-rows", "-n", type=click.IntRange(min=0), help="Stop after N rows.")
+@click.option("--last", "-n", type=click.IntRange(min=0), metavar="N",
+              help="The last N rows committed, then follow (tail -n N -f); with -e, the last N and stop. Of "
+              "the rows --from reads up to the latest snapshot; without --from, of the newest commits.")
+@click.option("--count", "-c", "max_rows", type=click.IntRange(min=0), metavar="N",
+              help="Stop after N rows (kcat -c); --max-rows is the same.")
+@click.option("--max-rows", "max_rows_", type=click.IntRange(min=0), hidden=True)  # -c's name before -n was --last
 @format_option
 @click.option("--select", "-s", metavar="COLS", help="Columns to output, comma-separated (pushed down).")
 @click.option("--where", metavar="EXPR", multiple=True,
@@ -111,8 +116,9 @@ def format_option(f):
 @click.option("--key-delimiter", "-K", metavar="DELIM",
               help="Change-event formats: print KEY<DELIM>EVENT per line, the primary key as JSON (kcat -K).")
 def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Optional[str], exit_at_end: bool,
-                   max_rows: Optional[int], fmt: str, force_binary: bool, select: Optional[str], where: tuple,
-                   row_kind: bool, meta: bool, consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
+                   last: Optional[int], max_rows: Optional[int], max_rows_: Optional[int], fmt: str,
+                   force_binary: bool, select: Optional[str], where: tuple, row_kind: bool, meta: bool,
+                   consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
                    catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int,
                    poll_interval: Optional[float], storage_timeout: Optional[float],
                    key_delimiter: Optional[str]) -> None:
@@ -127,6 +133,12 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     if fmt in CDC_FORMATS and meta:
         raise UsageError(f"--meta does not go with --format {fmt}: the event carries the table, snapshot and "
                          "commit time")
+    max_rows = max_rows if max_rows is not None else max_rows_
+    if last is not None and consumer_id:
+        raise UsageError("-n does not go with --consumer-id: a consumer resumes where it stopped")
+    check_qualified(tables, catalog)
+    if last is not None and click.get_current_context().get_parameter_source("start").name == "DEFAULT":
+        start = _start_for_last(catalog, tables, last)
 
     options = FollowOptions(
         start=start, until=until, exit_at_end=exit_at_end, select=parse_columns(select), where=list(where),
@@ -134,7 +146,6 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
         buckets=parse_buckets(buckets), catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
         read_workers=read_threads, poll_interval=poll_interval, storage_timeout=storage_timeout,
     ).normalized()  # bad positions fail before the catalog is touched
-    check_qualified(tables, catalog)
     out = Output.choose(fmt, force_binary=force_binary)
     fmt = out.fmt
     delimiter = parse_key_delimiter(key_delimiter)
@@ -162,4 +173,16 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     if max_rows == 0:
         renderer.close()
         return
-    run(tail(follower, renderer, max_rows=max_rows, status=sys.stderr if show_stats else None))
+    run(tail(follower, renderer, max_rows=max_rows, status=sys.stderr if show_stats else None, last=last))
+
+
+def _start_for_last(catalog: CatalogConfig, tables: tuple, n: int) -> str:
+    """``-n N`` without ``--from``: where the newest commits of the tables hold N rows (``stream/last.py``)."""
+    from ..catalog import open_table
+    from ..stream.last import start_for_tables
+    from ..stream.tables import matching_tables, parse_patterns
+
+    patterns = parse_patterns(tables)
+    cat = catalog.open()
+    names = [p.text for p in patterns if not p.is_glob] + matching_tables(cat, patterns)
+    return start_for_tables([open_table(name, cat) for name in dict.fromkeys(names)], n)

@@ -120,8 +120,9 @@ class _Footer:
         text = state(s, self.pace.idle())
         return text, {"live": "green", "catching up": "yellow"}.get(text, "cyan")
 
-    def single(self, width: int, rows: Optional[int] = None) -> Text:
-        """``rows``: what the view printed, when that is what to count (every row of a follow with an end)."""
+    def single(self, width: int, rows: Optional[int] = None, reading: Optional[int] = None) -> Text:
+        """``rows``: what the view printed, when that is what to count (every row of a follow with an end);
+        ``reading``: the snapshot of the last rows printed, when the follow stopped within it (``-c``)."""
         s = self.stats
         rows = s.rows if rows is None else rows
         if s.outage is not None:
@@ -132,6 +133,8 @@ class _Footer:
         rate = self.pace.rate()
         state_text, style = self.state()
         snap = s.snapshot_id if s.snapshot_id is not None else "-"
+        if reading is not None:
+            snap = f"{reading} (part)"  # some of its rows printed, not yet (or, stopped by -c, never) all
         latest = s.latest_id if s.latest_id is not None else "-"
         return Text(_fitting(width, [
             [f"snapshot {snap}", f"latest {latest}", f"lag {s.lag_snapshots} snapshots ({s.lag_seconds:.1f} s)",
@@ -331,6 +334,7 @@ class ScrollingTableRenderer(Renderer):
         self._room: Dict[Tuple[str, Tuple[str, ...]], List[int]] = {}  # each column's headroom (_headroom)
         self._seen: Dict[Tuple[str, Tuple[str, ...]], List[int]] = {}  # each column's widest cell so far
         self._records = 0  # records printed, to number those whose first value is too long to title them
+        self._reading: Optional[int] = None  # the snapshot whose rows are printed in part so far
         self._live = None
         self._loop = None
         self._timer = None
@@ -359,6 +363,7 @@ class ScrollingTableRenderer(Renderer):
             self._timer = self._loop.call_later(0.125, self._tick)
 
     def write_item(self, item: "FollowBatch") -> None:
+        self._reading = None if item.last_in_snapshot else item.snapshot_id
         self._add(item.table.full_name, item.batch)
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -447,7 +452,8 @@ class ScrollingTableRenderer(Renderer):
     def _view(self):
         width = self.console.size.width
         line = self.footer.many(width, len(self.stats.tables), rows=self.rows) \
-            if getattr(self.stats, "tables", None) is not None else self.footer.single(width, rows=self.rows)
+            if getattr(self.stats, "tables", None) is not None else \
+            self.footer.single(width, rows=self.rows, reading=self._reading)
         bar = _progress(self.stats, width) if self.footer.ended is None else None
         return Group(line, bar) if bar is not None else line
 

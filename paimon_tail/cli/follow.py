@@ -113,6 +113,11 @@ def format_option(f):
 @click.option("--storage-timeout", type=click.FloatRange(min=0), metavar="SECONDS",
               help="Give up after storage has been unreachable this long (0: never) [default: 60 with -e, "
               "else never: a live follow waits out an outage].")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve Prometheus metrics (text format) on http://127.0.0.1:PORT/metrics: rows, snapshots, lag, "
+              "consumer position, stalls (0 = any free port; --metrics-host to bind another address).")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, metavar="HOST",
+              help="Address --metrics-port binds (0.0.0.0: every interface, for a Prometheus elsewhere).")
 @click.option("--key-delimiter", "-K", metavar="DELIM",
               help="Change-event formats: print KEY<DELIM>EVENT per line, the primary key as JSON (kcat -K).")
 def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Optional[str], exit_at_end: bool,
@@ -120,8 +125,8 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
                    force_binary: bool, select: Optional[str], where: tuple, row_kind: bool, meta: bool,
                    consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
                    catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int,
-                   poll_interval: Optional[float], storage_timeout: Optional[float],
-                   key_delimiter: Optional[str]) -> None:
+                   poll_interval: Optional[float], storage_timeout: Optional[float], metrics_port: Optional[int],
+                   metrics_host: str, key_delimiter: Optional[str]) -> None:
     """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f.
 
     Several tables, or globs such as 'shop.*' (quoted), are followed together: rows interleave as they commit,
@@ -149,7 +154,7 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     out = Output.choose(fmt, force_binary=force_binary)
     fmt = out.fmt
     delimiter = parse_key_delimiter(key_delimiter)
-    if not show_stats:
+    if not show_stats and metrics_port is None:
         from ..stream.quick import nothing_to_read
 
         nothing = nothing_to_read(catalog, tables, options, fmt)
@@ -173,7 +178,22 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     if max_rows == 0:
         renderer.close()
         return
+    if metrics_port is not None:
+        _serve_metrics(follower, consumer_id, metrics_host, metrics_port)
     run(tail(follower, renderer, max_rows=max_rows, status=sys.stderr if show_stats else None, last=last))
+
+
+def _serve_metrics(follower, consumer_id: Optional[str], host: str, port: int) -> None:
+    """``--metrics-port``: the follow's metrics, and where they are said on stderr (a port of 0 picks one)."""
+    from ..errors import UsageError
+    from ..follow_metrics import collector_for, serve_metrics
+
+    try:
+        _, bound = serve_metrics(collector_for(follower, consumer_id), host, port)
+    except OSError as e:
+        raise UsageError(f"--metrics-port {port}: cannot listen on {host}:{port}: {e.strerror}") from None
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"paimon-tail: metrics at http://{shown}:{bound}/metrics", err=True)
 
 
 def _start_for_last(catalog: CatalogConfig, tables: tuple, n: int) -> str:

@@ -2,8 +2,10 @@
 is appended.
 
 The rows are those of the follow's backlog: what it reads up to the snapshot that was the latest when it started
-(each table's, when several are followed). ``LastRows`` keeps the newest N of them (in Arrow, the rest dropped as
-they come) and hands them out once the follow has caught up, then everything after. Without ``--from``, the
+(each table's, when several are followed), or, for a follow with an end (``-e``, ``--until``), everything it
+reads (``tail -n N`` of a growing file: the last N lines when it reads them). ``LastRows`` keeps the newest N
+of them (in Arrow, the rest dropped as they come) and hands them out once the follow has caught up (or ended),
+then everything after. Without ``--from``, the
 follow starts where the newest commits hold N rows (``start_for_last``: their snapshots' delta record counts)
 rather than reading the whole table to keep 20 rows of it.
 """
@@ -91,7 +93,11 @@ class LastRows:
         return all((followers[name].stats.snapshot_id or 0) >= end for name, end in ends.items() if name in followers)
 
     async def __aiter__(self) -> AsyncIterator[FollowBatch]:
-        ends = await asyncio.to_thread(self._ends)
+        options = self.follower.options
+        if options.exit_at_end or options.until is not None:  # the whole follow is the backlog
+            ends = {name: 1 << 62 for name in self._followers()}
+        else:
+            ends = await asyncio.to_thread(self._ends)
         kept: collections.deque = collections.deque()
         rows = 0
         live = self.n is None

@@ -59,6 +59,20 @@ def build_session(app: str = "paimon-spark-pipeline", master: Optional[str] = No
     return spark
 
 
+def default_warehouse(otherwise: str) -> str:
+    """The warehouse paimon-tail's commands would open without -w: PAIMON_WAREHOUSE, else the default named
+    catalog's, when it is a file-system catalog; else ``otherwise``."""
+    from paimon_tail.catalog import catalog_config
+
+    try:
+        options = catalog_config().options
+    except Exception:  # a broken catalogs.yaml: paimon-tail's commands say what is wrong with it
+        return otherwise
+    if options.get("metastore", "filesystem") != "filesystem":
+        return otherwise
+    return options.get("warehouse") or otherwise
+
+
 def add_session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", default=None, help="Spark master (default: $SPARK_MASTER or local[2])")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -144,7 +158,8 @@ def _quiet_job_cancelling(spark) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--warehouse", "-w", default=os.environ.get("PAIMON_WAREHOUSE", "/tmp/paimon-spark-wh"))
+    p.add_argument("--warehouse", "-w", default=default_warehouse("/tmp/paimon-spark-wh"),
+                   help="default: PAIMON_WAREHOUSE, else the default catalog's (docs/catalogs.md), else %(default)s")
     p.add_argument("--table", default="spark_demo.orders", help="the table written (created on the first batch)")
     p.add_argument("--checkpoint", default=None, help="default: <warehouse>/_checkpoints/<table>")
     p.add_argument("--rows-per-batch", type=int, default=200)

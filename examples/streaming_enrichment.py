@@ -25,12 +25,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spark_pipeline import add_session_args, build_session, stop_between_batches  # noqa: E402
+from spark_pipeline import add_session_args, build_session, default_warehouse, stop_between_batches  # noqa: E402
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--warehouse", "-w", default=os.environ.get("PAIMON_WAREHOUSE", "paimon-tail-demo"))
+    p.add_argument("--warehouse", "-w", default=default_warehouse("paimon-tail-demo"),
+                   help="default: PAIMON_WAREHOUSE, else the default catalog's (docs/catalogs.md), else %(default)s")
     p.add_argument("--events", default="shop.events")
     p.add_argument("--orders", default="shop.orders", help="the served table (paimon-tail serve must run)")
     p.add_argument("--on", default="order_id", help="the events' column holding the order's key")

@@ -185,3 +185,15 @@ def test_the_demo_fits_the_terminal_and_its_hints_need_no_warehouse(tmp_path, co
         run_cli(["demo", "--stop"], cwd=str(home), timeout=120)
         for pid in writers_of(str(home / "paimon-tail-demo")):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_config_directory_that_cannot_be_written_only_costs_the_short_hints(tmp_path, demo_dir):
+    """The demo still runs when it cannot register its warehouse (the config directory is a file): it says why,
+    and its hints carry -w."""
+    (tmp_path / "not-a-dir").write_text("")
+    out = run_cli(["demo", "--no-follow", "-w", demo_dir], env={"XDG_CONFIG_HOME": str(tmp_path / "not-a-dir")},
+                  timeout=120)
+    err = " ".join(out.stderr.decode().split())
+    assert out.returncode == 0, err
+    assert f"Its warehouse is {demo_dir} (not registered as catalog demo: " in err, err
+    assert f"follow shop.orders -w {demo_dir} --from earliest --row-kind" in err, err

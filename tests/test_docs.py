@@ -282,12 +282,13 @@ def _check_lines(demo, lines: List[str], prelude: str) -> None:
         assert code in expected, f"{line!r} exited {code}: {out}"
         if code is None or (">" not in line.split("|")[0] and "consumers" not in line):
             assert out.replace("^C", "").strip(), f"{line!r} showed nothing"
+        shown = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out)  # the terminal's text, without its colours
         if line.startswith(("paimon-tail tables", "paimon-tail describe")):  # on the terminal: reports
-            assert "shop.orders" in out and "┃" in out, out
+            assert "shop.orders" in shown and "┃" in shown, shown
         if line.startswith("paimon-tail describe shop.orders"):
-            assert re.search(r"latest snapshot: \d+ \(\w+\), committed ", out) and "row kind" in out, out
+            assert re.search(r"latest snapshot: \d+ \(\w+\), committed ", shown) and "row kind" in shown, shown
         if re.match(r"paimon-tail follow \S+ -n 20$", line):  # tail -n 20 -f: 20 rows at once, then the follow
-            assert re.search(r"(?s)shop\.events.*snapshot \d+", out), out
+            assert re.search(r"(?s)shop\.events.*snapshot \d+", shown), shown
         if "examples/" in line:  # a clean exit says nothing that looks like a failure
             assert "Failed to cancel job group" not in out and " ERROR " not in out, out[-3000:]
         if "spark_pipeline.py" in line:  # a line per micro-batch from 1, each with the snapshot it committed

@@ -79,7 +79,7 @@ def describe_command(table: str, catalog: CatalogConfig, as_json: bool) -> None:
         "options: " + (", ".join(f"{k}={v}" for k, v in sorted(info.options.items())) or "none"),
     ]
     for line in lines:
-        out.say(_escape(line))
+        out.say(_escape(line), highlight=False)
 
 
 def _buckets(t) -> str:

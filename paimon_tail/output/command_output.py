@@ -70,9 +70,9 @@ class Output:
             self._console = Console(file=self._stream)
         return self._console
 
-    def say(self, markup: str) -> None:
-        """A line of rich markup on the terminal."""
-        self.console.print(markup)
+    def say(self, markup: str, highlight: bool = True) -> None:
+        """A line of rich markup on the terminal; ``highlight``: rich's colouring of numbers, strings and brackets."""
+        self.console.print(markup, highlight=highlight)
 
     def report(self, header: Sequence[str], rows: List[List[str]], title: str = "",
                optional: Sequence[str] = ()) -> None:

@@ -121,7 +121,7 @@ def test_stats_show_the_real_latest_while_catching_up(wh):
 
 
 def test_max_rows_and_until(log):
-    for count in (["-c", "7"], ["--count", "7"], ["--max-rows", "7"]):  # kcat's -c; --max-rows: its old name
+    for count in (["-c", "7"], ["--max-rows", "7"]):  # kcat's -c; --max-rows: its name before -n was --last
         out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", *count])
         assert out.returncode == 0 and len(out.stdout.splitlines()) == 7
     out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "--until", "snapshot:2"])
@@ -455,8 +455,10 @@ def test_consumers_says_which_one_holds_back_expiry(wh):
     wh.create("log")
     for c in range(10):
         wh.commit("log", append_rows(c, 2))
+    from paimon_tail.stream import ConsumerStore
+
     for consumer, position in (("idle", 3), ("busy", 11)):
-        assert run_cli(["consumers", "db.log", "-w", wh.path, "--reset", consumer, "--to", str(position)]).returncode == 0
+        ConsumerStore(wh.table("log")).reset(consumer, position)
     expire_snapshots(wh.table("log"), 2)
     assert wh.table("log").snapshot_manager().try_get_earliest_snapshot().id == 3  # held by "idle"
     piped = run_cli(["consumers", "db.log", "-w", wh.path])

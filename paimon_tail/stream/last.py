@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-from typing import AsyncIterator, Dict, Optional, Sequence
+from typing import AsyncIterator, Dict, Sequence
 
 from .follower import FollowBatch, Follower
 

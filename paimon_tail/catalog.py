@@ -1,8 +1,9 @@
-"""Warehouse, catalog options and config file → a pypaimon catalog and table.
+"""Warehouse, catalog options, config file and named catalogs → a pypaimon catalog and table.
 
 The config file has the same flat YAML form as pypaimon's own CLI (``paimon.yaml``): ``warehouse``,
-``metastore`` (filesystem | rest | jdbc) and any other catalog option. Precedence, highest first: ``-O`` options,
-``--warehouse`` / ``PAIMON_WAREHOUSE``, the config file.
+``metastore`` (filesystem | rest | jdbc) and any other catalog option; a named catalog (``catalogs.py``) holds
+the same keys. Precedence: the command's flags, then the environment, then the user's default catalog
+(``catalog_config``).
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ class CatalogConfig:
     """Everything needed to open a catalog again (in another process, thread or Spark task)."""
 
     options: Mapping[str, str] = field(default_factory=dict)
+    # where the options came from, for messages and hints: "-w", "PAIMON_WAREHOUSE", "catalog demo", ...
+    source: str = field(default="", compare=False)
 
     @property
     def warehouse(self) -> str | None:
@@ -40,7 +43,7 @@ class CatalogConfig:
         warehouse = self.warehouse
         if not warehouse or "://" in warehouse or os.path.isabs(warehouse):
             return self
-        return CatalogConfig({**self.options, "warehouse": os.path.abspath(warehouse)})
+        return CatalogConfig({**self.options, "warehouse": os.path.abspath(warehouse)}, self.source)
 
     def open(self):
         """Open the pypaimon catalog these options describe."""
@@ -54,7 +57,7 @@ class CatalogConfig:
         if metastore == "filesystem":
             warehouse = options.get("warehouse")
             if not warehouse:
-                raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")
+                raise UsageError("no warehouse given", hint=NO_WAREHOUSE_HINT)
             check_local_dir(warehouse, "warehouse")
         try:
             catalog = CatalogFactory.create(options)
@@ -154,20 +157,52 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
+NO_WAREHOUSE_HINT = "pass -w PATH or --catalog NAME, or set PAIMON_WAREHOUSE: docs/catalogs.md"
+
+
 def catalog_config(
     warehouse: str | None = None,
     options: Sequence[str] | Mapping[str, str] = (),
     config_file: str | None = None,
+    catalog: str | None = None,
 ) -> CatalogConfig:
-    """Merge the three sources of catalog options."""
+    """The catalog a command opens: what its flags say, else what the environment says, else the user's default
+    catalog (``catalogs.py``); flags, highest first: ``-O key=value``, ``--warehouse``, ``--config FILE`` or
+    ``--catalog NAME``.
+
+    ``PAIMON_WAREHOUSE`` is left aside when ``--warehouse``, ``--config`` or ``--catalog`` is given, and the
+    default catalog also when ``PAIMON_WAREHOUSE`` is set or ``-O metastore=...`` names a catalog of another
+    kind. Otherwise ``-O`` adds to (or overrides keys of) the catalog in effect: ``-O s3.endpoint=...``.
+    """
+    given = dict(options) if isinstance(options, Mapping) else check_option_names(parse_options(options), "-O")
+    if config_file and catalog:
+        raise UsageError("--config and --catalog go one at a time")
     merged: dict[str, str] = {}
+    source = ""
+    env = os.environ.get("PAIMON_WAREHOUSE")
     if config_file:
         merged.update(check_option_names(load_config_file(config_file), f"config file {config_file}"))
-    warehouse = warehouse or os.environ.get("PAIMON_WAREHOUSE")
+        source = f"--config {config_file}"
+    elif catalog:
+        from . import catalogs
+
+        named = catalogs.load()
+        merged.update(check_option_names(named.get(catalog), f"catalog {catalog} of {named.path}"))
+        source = f"catalog {catalog}"
+    elif not warehouse and env:
+        merged["warehouse"], source = env, "PAIMON_WAREHOUSE"
+    elif not warehouse and "metastore" not in given:
+        from . import catalogs
+
+        named = catalogs.load()
+        default = named.default_options()
+        if default is not None:
+            merged.update(check_option_names(default, f"catalog {named.default} of {named.path}"))
+            source = f"default catalog {named.default}"
     if warehouse:
-        merged["warehouse"] = warehouse
-    merged.update(options if isinstance(options, Mapping) else check_option_names(parse_options(options), "-O"))
-    return CatalogConfig(merged)
+        merged["warehouse"], source = warehouse, source or "--warehouse"
+    merged.update(given)
+    return CatalogConfig(merged, source or ("-O" if given else ""))
 
 
 # Option families pypaimon (and the file systems under it) read by prefix; any key under them is passed on.
@@ -233,7 +268,7 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
         _check_bucket(cat)  # on an object store: the bucket, credentials or endpoint may be to blame
         database = identifier.split('.')[0]
         raise TableNotFound(f"database {database} does not exist",
-                            hint=_did_you_mean(database, lambda: cat.list_databases())) from None
+                            hint=did_you_mean(database, lambda: cat.list_databases())) from None
     except TableNotExistException:
         _check_bucket(cat)
         database = identifier.split(".")[0]
@@ -242,17 +277,35 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
             cat.get_database(database)
         except DatabaseNotExistException:
             raise TableNotFound(f"database {database} does not exist",
-                                hint=_did_you_mean(database, lambda: cat.list_databases())) from None
+                                hint=did_you_mean(database, lambda: cat.list_databases())) from None
         except Exception:
             pass
-        hint = _did_you_mean(identifier.split(".")[1], lambda: cat.list_tables(database))
+        hint = did_you_mean(identifier.split(".")[1], lambda: cat.list_tables(database))
         raise TableNotFound(f"table {identifier} does not exist",
                             hint=hint and hint.replace("did you mean ", f"did you mean {database}.")) from None
     except Exception as e:
         raise _storage_error(e, f"cannot open table {identifier}", getattr(cat, "file_io", None)) from e
 
 
-def _did_you_mean(name: str, names) -> str | None:
+def check_qualified(identifiers: Sequence[str], catalog: CatalogConfig | Any) -> None:
+    """A table named without its database (``follow orders``): a usage error that names the tables of that name
+    in the catalog's databases ("did you mean shop.orders?"), listed only then."""
+    for identifier in identifiers:
+        if "." in identifier or not identifier or set("*?[") & set(identifier):
+            continue  # a glob without its database is refused where globs are read (stream/tables.py)
+        found: list = []
+        try:
+            cat = catalog.open() if isinstance(catalog, CatalogConfig) else catalog
+            for database in sorted(cat.list_databases()):
+                if identifier in cat.list_tables(database):
+                    found.append(f"{database}.{identifier}")
+        except Exception:  # the suggestion is best effort; the error stands without it
+            pass
+        raise UsageError(f"table {identifier!r} is not of the form DATABASE.TABLE",
+                         hint=f"did you mean {' or '.join(found)}?" if found else None)
+
+
+def did_you_mean(name: str, names) -> str | None:
     """'did you mean orders?' for a name close to one that exists (a typo), else None; listing is best effort."""
     import difflib
 

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Iterable, List, Optional
@@ -16,6 +17,20 @@ APPEND = pa.schema([("id", pa.int64()), ("writer", pa.string()), ("n", pa.int32(
 # Spark picks the first non-loopback interface for its own address when the host name resolves to loopback (its
 # "using 192.0.2.2 instead" warning): tests keep every Spark JVM and Python worker on 127.0.0.1.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+# The user's named catalogs (catalogs.yaml in ~/.config/paimon-tail) are not the tests': the run, and every process
+# it starts, has a config directory of its own, and each test a fresh one (``config_home``), so a demo that
+# registers its warehouse as the default catalog in one test is not the default of the next.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="paimon-tail-config-")
+
+
+@pytest.fixture(autouse=True)
+def config_home(tmp_path_factory, monkeypatch) -> str:
+    """This test's config directory (``$XDG_CONFIG_HOME``): empty, no named catalogs."""
+    path = str(tmp_path_factory.mktemp("config"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", path)
+    return path
+
 
 ORDERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("status", pa.string()),
                     ("amount", pa.decimal128(10, 2)), ("op", pa.string())])

@@ -7,10 +7,10 @@ from typing import Optional
 
 import click
 
-from ..catalog import CatalogConfig
+from ..catalog import CatalogConfig, check_qualified
 from ..errors import UsageError
-from ..output.formats import CDC_FORMATS, FORMATS
-from .common import catalog_options, complete_tables, run
+from ..output.formats import CDC_FORMATS, FORMATS, choices
+from .common import END_POSITIONS, START_POSITIONS, catalog_options, complete_positions, complete_tables, run
 
 
 def parse_columns(text: Optional[str]) -> Optional[list]:
@@ -61,10 +61,10 @@ def parse_key_delimiter(text: Optional[str]) -> Optional[str]:
 
 def format_option(f):
     f = click.option("--format", "-f", "fmt", default="auto", show_default=True,
-                     type=click.Choice(FORMATS),
+                     type=click.Choice(choices(FORMATS)),
                      help="auto = live table on a terminal (every row, scrolling, when the follow has an end: "
-                     "-e, --until, -n), JSON lines when piped; arrow: an Arrow IPC stream (not to a terminal); "
-                     "debezium, canal, maxwell: change events.")(f)
+                     "-e, --until, -c), JSON lines when piped; json is jsonl; arrow: an Arrow IPC stream (not to a "
+                     "terminal); debezium, canal, maxwell: change events.")(f)
     f = click.option("--force-binary", is_flag=True,
                      help="Write a binary format (-f arrow) even when stdout is a terminal.")(f)
     for flag, value, help_ in (("--nl", "jsonl", "JSON lines (like sqlite-utils --nl)."),
@@ -78,10 +78,17 @@ def format_option(f):
 @click.argument("tables", nargs=-1, required=True, metavar="TABLE...", shell_complete=complete_tables)
 @catalog_options
 @click.option("--from", "start", default="latest-full", show_default=True, metavar="POSITION",
+              shell_complete=complete_positions(START_POSITIONS),
               help="latest-full | latest | earliest | snapshot:N | snapshot-full:N | timestamp:T | -1h")
-@click.option("--until", metavar="POSITION", help="Stop after snapshot:N or timestamp:T.")
+@click.option("--until", metavar="POSITION", shell_complete=complete_positions(END_POSITIONS),
+              help="Stop after snapshot:N or timestamp:T.")
 @click.option("--exit-at-end", "-e", is_flag=True, help="Stop when caught up with the latest snapshot (kcat -e).")
-@click.option("--max-rows", "-n", type=click.IntRange(min=0), help="Stop after N rows.")
+@click.option("--last", "-n", type=click.IntRange(min=0), metavar="N",
+              help="The last N rows committed, then follow (tail -n N -f); with -e, the last N and stop. Of "
+              "the rows --from reads up to the latest snapshot; without --from, of the newest commits.")
+@click.option("--count", "-c", "max_rows", type=click.IntRange(min=0), metavar="N",
+              help="Stop after N rows (kcat -c); --max-rows is the same.")
+@click.option("--max-rows", "max_rows_", type=click.IntRange(min=0), hidden=True)  # -c's name before -n was --last
 @format_option
 @click.option("--select", "-s", metavar="COLS", help="Columns to output, comma-separated (pushed down).")
 @click.option("--where", metavar="EXPR", multiple=True,
@@ -106,14 +113,20 @@ def format_option(f):
 @click.option("--storage-timeout", type=click.FloatRange(min=0), metavar="SECONDS",
               help="Give up after storage has been unreachable this long (0: never) [default: 60 with -e, "
               "else never: a live follow waits out an outage].")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve Prometheus metrics (text format) on http://127.0.0.1:PORT/metrics: rows, snapshots, lag, "
+              "consumer position, stalls (0 = any free port; --metrics-host to bind another address).")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, metavar="HOST",
+              help="Address --metrics-port binds (0.0.0.0: every interface, for a Prometheus elsewhere).")
 @click.option("--key-delimiter", "-K", metavar="DELIM",
               help="Change-event formats: print KEY<DELIM>EVENT per line, the primary key as JSON (kcat -K).")
 def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Optional[str], exit_at_end: bool,
-                   max_rows: Optional[int], fmt: str, force_binary: bool, select: Optional[str], where: tuple,
-                   row_kind: bool, meta: bool, consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
+                   last: Optional[int], max_rows: Optional[int], max_rows_: Optional[int], fmt: str,
+                   force_binary: bool, select: Optional[str], where: tuple, row_kind: bool, meta: bool,
+                   consumer_id: Optional[str], shard: Optional[str], buckets: Optional[str],
                    catch_up: str, on_gap: str, no_prefetch: bool, show_stats: bool, read_threads: int,
-                   poll_interval: Optional[float], storage_timeout: Optional[float],
-                   key_delimiter: Optional[str]) -> None:
+                   poll_interval: Optional[float], storage_timeout: Optional[float], metrics_port: Optional[int],
+                   metrics_host: str, key_delimiter: Optional[str]) -> None:
     """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f.
 
     Several tables, or globs such as 'shop.*' (quoted), are followed together: rows interleave as they commit,
@@ -125,6 +138,12 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     if fmt in CDC_FORMATS and meta:
         raise UsageError(f"--meta does not go with --format {fmt}: the event carries the table, snapshot and "
                          "commit time")
+    max_rows = max_rows if max_rows is not None else max_rows_
+    if last is not None and consumer_id:
+        raise UsageError("-n does not go with --consumer-id: a consumer resumes where it stopped")
+    check_qualified(tables, catalog)
+    if last is not None and click.get_current_context().get_parameter_source("start").name == "DEFAULT":
+        start = _start_for_last(catalog, tables, last)
 
     options = FollowOptions(
         start=start, until=until, exit_at_end=exit_at_end, select=parse_columns(select), where=list(where),
@@ -135,7 +154,7 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     out = Output.choose(fmt, force_binary=force_binary)
     fmt = out.fmt
     delimiter = parse_key_delimiter(key_delimiter)
-    if not show_stats:
+    if not show_stats and metrics_port is None:
         from ..stream.quick import nothing_to_read
 
         nothing = nothing_to_read(catalog, tables, options, fmt)
@@ -159,4 +178,31 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     if max_rows == 0:
         renderer.close()
         return
-    run(tail(follower, renderer, max_rows=max_rows, status=sys.stderr if show_stats else None))
+    if metrics_port is not None:
+        _serve_metrics(follower, consumer_id, metrics_host, metrics_port)
+    run(tail(follower, renderer, max_rows=max_rows, status=sys.stderr if show_stats else None, last=last))
+
+
+def _serve_metrics(follower, consumer_id: Optional[str], host: str, port: int) -> None:
+    """``--metrics-port``: the follow's metrics, and where they are said on stderr (a port of 0 picks one)."""
+    from ..errors import UsageError
+    from ..follow_metrics import collector_for, serve_metrics
+
+    try:
+        _, bound = serve_metrics(collector_for(follower, consumer_id), host, port)
+    except OSError as e:
+        raise UsageError(f"--metrics-port {port}: cannot listen on {host}:{port}: {e.strerror}") from None
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"paimon-tail: metrics at http://{shown}:{bound}/metrics", err=True)
+
+
+def _start_for_last(catalog: CatalogConfig, tables: tuple, n: int) -> str:
+    """``-n N`` without ``--from``: where the newest commits of the tables hold N rows (``stream/last.py``)."""
+    from ..catalog import open_table
+    from ..stream.last import start_for_tables
+    from ..stream.tables import matching_tables, parse_patterns
+
+    patterns = parse_patterns(tables)
+    cat = catalog.open()
+    names = [p.text for p in patterns if not p.is_glob] + matching_tables(cat, patterns)
+    return start_for_tables([open_table(name, cat) for name in dict.fromkeys(names)], n)

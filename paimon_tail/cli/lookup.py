@@ -12,6 +12,7 @@ from typing import BinaryIO
 import click
 
 from ..errors import UsageError
+from ..output.formats import choices
 from .common import catalog_options, complete_tables, run, security_from_options, security_options
 from .missing import MissingKeys, missing_option
 
@@ -47,8 +48,9 @@ def key_tables(parser, stream: BinaryIO, source: str, keys_format: str):
               help="Format of --keys-from; auto tells an Arrow IPC stream by its first bytes.")
 @click.option("--select", metavar="COL,COL", help="Columns to print (default: all).")
 @click.option("--format", "-f", "fmt", default="auto", show_default=True,
-              type=click.Choice(["auto", "jsonl", "table", "csv", "tsv", "arrow"]),
-              help="auto = table on a terminal, JSON lines otherwise; arrow: an Arrow IPC stream (not to a terminal).")
+              type=click.Choice(choices(("auto", "jsonl", "table", "csv", "tsv", "arrow"))),
+              help="auto = table on a terminal, JSON lines otherwise; json is jsonl; arrow: an Arrow IPC stream (not "
+              "to a terminal).")
 @click.option("--force-binary", is_flag=True, help="Write -f arrow even when stdout is a terminal.")
 @missing_option
 @click.option("--min-snapshot", type=click.IntRange(1), default=None,
@@ -63,6 +65,9 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, force_bina
     A key not found: exit 1 with a count on stderr (--missing error), or exit 0 (--missing skip|null)."""
     if not keys and not keys_from:
         raise UsageError("no keys given", hint="pass KEY arguments or --keys-from FILE|-")
+    from ..catalog import check_qualified
+
+    check_qualified([table], catalog)
     from ..output.command_output import Output
     from ..output.lookup_rows import LookupRows
 

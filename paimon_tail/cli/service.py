@@ -66,6 +66,9 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
     import time
 
     configure(log_format, "serve")
+    from ..catalog import check_qualified
+
+    check_qualified(tables, catalog)
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     launcher = None
     if (master or spark_conf) and not use_spark:
@@ -176,7 +179,9 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
     if any(":" not in c or not c.rsplit(":", 1)[1].isdigit() for c in coordinator.split(",")):
         raise UsageError(f"bad --join {coordinator!r}", hint="give the service's address as HOST:PORT")
     if not catalog.warehouse:
-        raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")
+        from ..catalog import NO_WAREHOUSE_HINT
+
+        raise UsageError("no warehouse given", hint=NO_WAREHOUSE_HINT)
     warning = exposure_warning("executor", host, security)
     if warning:
         say(warning, "warning")
@@ -211,10 +216,12 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
     """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s.
 
     A table on a terminal; piped, a JSON line per executor (like follow and consumers)."""
-    from ..catalog import open_table
+    from ..catalog import check_qualified, open_table
     from ..output.command_output import Output
+    from ..output.plain import size_text
     from ..service.client import LookupClient
 
+    check_qualified([table], catalog)
     client = LookupClient(open_table(table, catalog), security=security_from_options(token_file, tls_cert, tls_key,
                                                                                     tls_ca), timeout=timeout)
     try:
@@ -260,8 +267,7 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
         return
     out.say(f"[bold]{table}[/] served by {st.address} (paimon-tail {st.version}), "
             f"{st.num_executors} executor(s), {st.channels} channels; latest snapshot {latest_id} "
-            f"(schema {st.schema_id})")
-    out.say(_layout_line(st))
+            f"(schema {st.schema_id}); {_layout_text(st)}")
     if st.storage_error:
         from ..storage.retry import Outage
 
@@ -274,29 +280,28 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
         loaded = f"{e['files_loaded']}/{e['files']}" if e["files"] else "-"
         rows.append([index, e["address"] or "-", e["host"] or "-", "yes" if e["alive"] else "NO", str(e["snapshot"]),
                      str(e["schema_id"]), lag, str(len(e["channels"])), str(e["buckets"]), str(e["keys"]), loaded,
-                     _size(e["disk_bytes"]), _size(e["memory_bytes"]), str(e["requests_per_second"]),
+                     size_text(e["disk_bytes"]), size_text(e["memory_bytes"]), str(e["requests_per_second"]),
                      str(e["keys_per_second"]), str(e["restarts"])])
+    # at 80 columns: executor, address, alive, snapshot, lag, keys; the others named under the table
     out.report(("executor", "address", "host", "alive", "snapshot", "schema", "lag", "channels", "buckets", "keys",
-                "loaded", "disk", "memory", "req/s", "keys/s", "restarts"), rows)
+                "loaded", "disk", "memory", "req/s", "keys/s", "restarts"), rows,
+               optional=("host", "schema", "restarts", "keys/s", "channels", "memory", "disk", "loaded", "req/s",
+                         "buckets", "address"))
 
 
-def _layout_line(st) -> str:
+def _layout_text(st) -> str:
     """The table's kind and buckets, as the coordinator's scanner sees them."""
-    kind = {"fixed": "fixed buckets", "dynamic": "dynamic buckets", "cross-partition": "dynamic buckets, keys across "
-            "partitions", "postpone": "postpone buckets"}.get(st.table_kind, st.table_kind or "unknown kind")
-    where = f" in {st.partitions} partitions" if st.partitions > 1 else ""
-    line = f"{kind}: {st.buckets} buckets{where}"
+    if st.table_kind == "fixed":
+        text = f"{st.buckets} fixed buckets"
+    else:
+        kind = {"dynamic": "dynamic", "cross-partition": "dynamic, keys across partitions",
+                "postpone": "postpone"}.get(st.table_kind, st.table_kind or "unknown kind")
+        text = f"{st.buckets} {kind} buckets"
+    if st.partitions > 1:
+        text += f" in {st.partitions} partitions"
     if st.postponed_files:
-        line += f"; {st.postponed_files} data files wait in bucket-postpone (invisible until compacted)"
-    return line
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)  # pragma: no cover
+        text += f"; {st.postponed_files} data files wait in bucket-postpone (invisible until compacted)"
+    return text
 
 
 __all__ = ["executor_command", "serve", "service"]

@@ -55,7 +55,7 @@ from .common import (catalog_options, complete_tables, run, security_from_option
 def serve(tables, catalog, executors, channels, host, port, advertise, local_dir, lease, poll_interval,
           max_batch_keys, max_message_mb, metrics_port, log_format, use_spark, master, spark_conf,
           spark_start_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
-    """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
+    """Serve point lookups for primary-key tables (every bucket mode) until interrupted."""
     from ..concurrency import on_signals
     from ..log_format import configure, say
     from ..service.coordinator.service import QueryService, ServeOptions

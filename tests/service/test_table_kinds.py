@@ -27,7 +27,7 @@ from paimon_tail.service.protocol import PROTOCOL_VERSION
 from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.protocol import lookup_pb2_grpc as pbg
 
-from .conftest import PK_SCHEMA, ServeProcess, Warehouse, run_cli
+from .conftest import PK_SCHEMA, ServeProcess, Warehouse, run_cli, wait_until
 
 N = 400  # keys written (some deleted); lookups ask 0..N+40 (never written beyond N)
 
@@ -316,3 +316,58 @@ def test_the_coordinator_routes_keys_given_as_json(kinds):
         row = dict(zip(answer["columns"], [None if not v else int(v["int"]) if "int" in v else v["text"]
                                            for v in values]))
         assert row == expected[pos]
+
+
+def test_routers_right_before_and_after_they_are_built(kinds):
+    """A slotted table's executor finds a key's store through a router the background builds; until then, and for
+    stores changed since, it searches: every answer is right in each state (settled with routers, a commit just
+    applied with routers built before it, settled again)."""
+    wh = kinds[0]
+    c = _client(kinds, "dyn")
+
+    def settled() -> bool:
+        return all(e.settled for e in c.status_sync().executors)
+
+    wait_until(settled, 60)
+    keys = _keys("dyn", range(0, 1200, 5))
+    before = _check(kinds, "dyn", keys)["found"]
+    assert before > 50
+    sid = wh.write("dyn", _rows(range(1100, 1200), "late", dt=lambda i: ("d0", "d1", "d2")[i % 3])
+                   + _rows(range(0, 40, 3), "moved-on"))
+    assert _check(kinds, "dyn", keys, min_snapshot=sid)["snapshots"] == 1  # (routers of the snapshot before)
+    wait_until(settled, 60)
+    final = _check(kinds, "dyn", keys, min_snapshot=sid)
+    assert final["found"] >= before + 20  # the late keys: 1100, 1105, ... each in one partition
+
+
+def test_router_names_the_store_of_each_key():
+    """``Router`` over real stores (key indexes with a base and an overlay): a key's store, no store, and keys
+    whose low 32 bits another key in another store shares (ambiguous); what changed since it was built."""
+    import numpy as np
+
+    from paimon_tail.service.store.bucket import BucketStore
+    from paimon_tail.service.store.index import KeyIndex, Layer, location
+    from paimon_tail.service.store.keys import KeyHasher
+    from paimon_tail.service.store.router import Router
+
+    hasher = KeyHasher(pa.schema([("id", pa.int64())]))
+
+    def store(bucket, base, overlay=()):
+        h = np.asarray(base, np.uint64)
+        index = KeyIndex(Layer.of(h, None, location(0, np.arange(len(h)))))
+        if len(overlay):
+            o = np.asarray(overlay, np.uint64)
+            index = index.upserted(Layer.of(o, None, location(1, np.arange(len(o)))))
+        return BucketStore(((), bucket), "/nowhere", hasher, index)
+
+    a, b = store(0, [10, 20, 30]), store(1, [40, 50], overlay=[60, (1 << 32) + 10])
+    router = Router.build([a, b])
+    assert router.nbytes == 7 * 6  # 6 bytes a key: 3 + 2 + an overlay of 2
+    routed = router.route(np.asarray([10, 20, 40, 60, 70, (1 << 32) + 20, (1 << 32) + 10], np.uint64)).tolist()
+    assert routed == [-2, 0, 1, 1, -1, 0, -2]  # 10 and 2^32+10 share their low bits; 2^32+20 looks like 20
+    stores = {a.key: a, b.key: b}
+    assert router.changed(stores) == [] and router.current(1, stores) is b
+    b2, c = store(1, [40, 50, 70]), store(2, [80])
+    now = {a.key: a, b.key: b2, c.key: c}
+    assert router.changed(now) == [b2, c] and router.current(1, now) is b2
+    assert router.current(0, {b.key: b2}) is None  # the bucket is gone

@@ -165,7 +165,7 @@ class Lookups:
                 bucket = routing.bucket(dict(zip(state.key_names, kv)))
             if slotted:  # the key's slot: every store of its partition here indexes the keys of this executor's slots
                 problem = self._channel_problem(state, view, state.channel_of((partition, bucket)))
-                stores = view.by_partition.get(partition, ()) if problem is None else ()
+                stores = () if problem is not None else _candidates(view, partition, self._hash_one(state, kv))
             else:
                 store = answering.get((partition, bucket), _NOT_HERE)
                 problem = self._problem(state, view, (partition, bucket)) if store is _NOT_HERE else None
@@ -201,6 +201,14 @@ class Lookups:
         elif kinds_out is None:
             response.rows_ipc = state.empty_rows(view, columns)
         return response
+
+    @staticmethod
+    def _hash_one(state: TableState, kv: list) -> int:
+        """One key's index hash (``store/keys.py``), as a Python int."""
+        if state.hasher.exact:
+            return state.hasher.one(kv[state.exact_position])
+        keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, kv)}, schema=state.key_schema)
+        return int(state.hasher.hashes(keys)[0][0])
 
     async def _probe(self, state: TableState, view: View, store, kv: list, target):
         """One key (its values ``kv`` in key order) in one bucket's store: (run, row) of an exact store, (None,
@@ -359,22 +367,42 @@ class Lookups:
             if v1:
                 raise Refused(problem.code, problem.reason)
             failed.append(pb.FailedKeys(positions=positions.tolist(), reason=problem.reason, retry=problem.retry))
+        def probe(store, positions: np.ndarray) -> np.ndarray:
+            """``positions`` looked for in ``store``: those it does not hold."""
+            if not len(positions):
+                return positions
+            sub = keys if store.exact else keys.take(pa.array(positions))
+            req, rows = store.lookup(sub, h_all[positions], h2_all[positions] if h2_all is not None else None, target)
+            if rows is None or not len(req):
+                return positions
+            found_idx.append(positions[req])
+            tables.append(rows)
+            keep = np.ones(len(positions), dtype=bool)
+            keep[req] = False
+            return positions[keep]
+
         for (partition, _), sel in _groups(routing.key_partition_keys, keys, np.zeros(n, np.int64)):
             remaining = np.arange(n) if sel is None else sel
             remaining = remaining[served[remaining]]
-            for store in view.by_partition.get(partition, ()):
-                if not len(remaining):
-                    break
-                sub = keys if store.exact else keys.take(pa.array(remaining))
-                req, rows = store.lookup(sub, h_all[remaining], h2_all[remaining] if h2_all is not None else None,
-                                         target)
-                if rows is None or not len(req):
-                    continue
-                found_idx.append(remaining[req])
-                tables.append(rows)
-                keep = np.ones(len(remaining), dtype=bool)
-                keep[req] = False
-                remaining = remaining[keep]
+            stores = view.by_partition.get(partition, {})
+            router = view.routers.get(partition)
+            if router is None:  # not built yet: every store in turn
+                for store in stores.values():
+                    remaining = probe(store, remaining)
+            elif len(remaining):
+                routed = router.route(h_all[remaining])
+                ambiguous = remaining[routed == -2]  # low bits another key shares: every store
+                rest = [remaining[routed == -1]]  # in no store the router saw: in one changed since, or nowhere
+                for ordinal in np.unique(routed[routed >= 0]).tolist():
+                    store = router.current(ordinal, stores)
+                    sel_here = remaining[routed == ordinal]
+                    rest.append(sel_here if store is None else probe(store, sel_here))
+                remaining = np.concatenate(rest)
+                for store in router.changed(stores):
+                    remaining = probe(store, remaining)
+                for store in stores.values() if len(ambiguous) else ():
+                    ambiguous = probe(store, ambiguous)
+                remaining = np.concatenate([remaining, ambiguous])
             problem = self._broken(state, view, partition) if len(remaining) else None
             if problem is not None:
                 if v1:
@@ -428,6 +456,24 @@ class Lookups:
             return Problem(f"executor {ex.index} is still loading {where}", True, Why.UNAVAILABLE)
         owner = ex.owners[channel] if channel < len(ex.owners) else -1
         return Problem(f"{where} belongs to executor {owner}, not {ex.index}", True, Why.MOVED)
+
+
+def _candidates(view: View, partition: tuple, h: int) -> list:
+    """The stores of a slotted table's ``partition`` one key (index hash ``h``) may be in, likeliest first: the one
+    the router names, then those changed since it was built; every store when there is no router yet or the key's
+    low bits are another's too."""
+    stores = view.by_partition.get(partition)
+    if not stores:
+        return []
+    router = view.routers.get(partition)
+    if router is None:
+        return list(stores.values())
+    ordinal = int(router.route(np.asarray([h], dtype=np.uint64))[0])
+    if ordinal == -2:
+        return list(stores.values())
+    first = router.current(ordinal, stores) if ordinal >= 0 else None
+    changed = router.changed(stores)
+    return ([first] if first is not None else []) + [s for s in changed if s is not first]
 
 
 def _bucket_name(state: TableState, key: BucketKey) -> str:

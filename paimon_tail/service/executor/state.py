@@ -34,6 +34,7 @@ from ..keys.routing import KeySlice, TableRouting, partition_path
 from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec, table_mode
 from ..protocol.wire import ipc_stream, schema_bytes
 from ..store import BucketBuilder, BucketStore, DiskBudget, MemoryCache, Target
+from ..store.router import Router
 from ..store.runs import Run, sheet_of
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,9 @@ class View:
     answering: Dict[BucketKey, Optional[BucketStore]] = field(default_factory=dict)
     # a slotted table's stores (``routing.slotted``: each indexes the keys of this executor's channels) by the
     # partition of a key (every partition's, under (), on cross-partition tables); filled by ``_opened``
-    by_partition: Dict[tuple, Tuple[BucketStore, ...]] = field(default_factory=dict)
+    by_partition: Dict[tuple, Dict[BucketKey, BucketStore]] = field(default_factory=dict)
+    # which of them holds a key, by partition (built by the background for the stores of some earlier view)
+    routers: Dict[tuple, Router] = field(default_factory=dict)
 
     def broken_in(self, partition: tuple, cross: bool) -> Optional[Tuple[BucketKey, str]]:
         """A bucket of ``partition`` (of any partition when ``cross``) that cannot be served, and why."""
@@ -299,7 +302,8 @@ class TableState:
         else:
             new = View(snapshot_id=snapshot_id, schema_id=self.table.table_schema.id, commit_ms=commit_ms,
                        ready=True, stores=prepared.stores, files=prepared.files, broken=prepared.broken,
-                       served=self.owned if full else v.served, schema=self.schema, fields=tuple(self.table.fields))
+                       served=self.owned if full else v.served, schema=self.schema, fields=tuple(self.table.fields),
+                       routers=v.routers)
         await self._install(self._opened(new))
         if prepared is not None:
             _collect(prepared.garbage)
@@ -339,12 +343,13 @@ class TableState:
             answering = {key: store for key, store in view.stores.items()
                          if key not in view.broken and self.channel_of(key) in view.served}
             return replace(view, answering=answering)
-        by_partition: Dict[tuple, list] = {}
+        by_partition: Dict[tuple, Dict[BucketKey, BucketStore]] = {}
         cross = self.cross_partition
         for key, store in view.stores.items():
             if store is not None and key not in view.broken:
-                by_partition.setdefault(() if cross else key[0], []).append(store)
-        return replace(view, by_partition={k: tuple(v) for k, v in by_partition.items()})
+                by_partition.setdefault(() if cross else key[0], {})[key] = store
+        routers = {p: r for p, r in view.routers.items() if p in by_partition}
+        return replace(view, by_partition=by_partition, routers=routers)
 
     # -- background (off the lookup and change paths) -------------------------------------------------------
     def _want(self, run: Run) -> None:
@@ -373,10 +378,27 @@ class TableState:
                     before = store.index
                     folded = await loop.run_in_executor(pool, before.folded, store.directory)
                     await self._install_fold(key, before, folded)
+            await self._route(loop, pool)
             view = self.view
             await self._load(loop, pool)
             if not self._dirty.is_set() and not self._wanted:
                 self.settled = view
+
+    async def _route(self, loop, pool) -> None:
+        """A slotted table's routers, built again for partitions whose stores changed since theirs was built
+        (lookups stay right meanwhile: they also search the stores that changed)."""
+        if not self.slotted:
+            return
+        for partition, stores in list(self.view.by_partition.items()):
+            router = self.view.routers.get(partition)
+            if self._dirty.is_set():
+                return
+            if router is not None and not router.changed(stores):
+                continue
+            built = await loop.run_in_executor(pool, Router.build, list(stores.values()))
+            v = self.view
+            if partition in v.by_partition:
+                await self._install(replace(v, routers={**v.routers, partition: built}))
 
     async def _install_fold(self, key: BucketKey, before, folded) -> None:
         v = self.view

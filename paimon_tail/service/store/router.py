@@ -60,17 +60,28 @@ class Router:
         """For each key hash: the ordinal of the store that held it when this was built, -1 for none, -2 for more
         than one (equal low bits)."""
         low = (np.asarray(h, dtype=np.uint64) & _LOW).astype(np.uint32)
-        left = self.low.searchsorted(low, side="left")
-        right = self.low.searchsorted(low, side="right")
         out = np.full(len(low), -1, dtype=np.int64)
-        one = right - left == 1
-        out[one] = self.ordinal[left[one]]
-        many = right - left > 1
-        if many.any():
-            ambiguous = np.nonzero(many)[0]
-            for i in ambiguous.tolist():  # rare: the same store twice is still one store
-                owners = np.unique(self.ordinal[left[i]:right[i]])
-                out[i] = int(owners[0]) if len(owners) == 1 else -2
+        n = len(self.low)
+        if n == 0 or len(low) == 0:
+            return out
+        if len(low) > 64:  # sorted probes share cache lines and pages (as Layer.search)
+            order = np.argsort(low, kind="stable")
+            pos = np.empty(len(low), dtype=np.int64)
+            pos[order] = self.low.searchsorted(low[order], side="left")
+        else:
+            pos = np.asarray(self.low.searchsorted(low, side="left"), dtype=np.int64)
+        at = np.minimum(pos, n - 1)
+        hit = (pos < n) & (self.low[at] == low)
+        out[hit] = self.ordinal[at[hit]]
+        nxt = np.minimum(at + 1, n - 1)
+        twice = hit & (at + 1 < n) & (self.low[nxt] == low)
+        for i in np.nonzero(twice)[0].tolist():  # rare: equal low bits (the same store twice is still one)
+            j, owners = int(at[i]), set()
+            while j < n and self.low[j] == low[i]:
+                owners.add(int(self.ordinal[j]))
+                j += 1
+            if len(owners) > 1:
+                out[i] = -2
         return out
 
     def current(self, ordinal: int, stores: Dict[BucketKey, BucketStore]) -> Optional[BucketStore]:

@@ -42,6 +42,14 @@ class CatalogConfig:
             return self
         return CatalogConfig({**self.options, "warehouse": os.path.abspath(warehouse)})
 
+    def read_options(self) -> tuple:
+        """(these options without Paimon's table read options ``-O`` may carry (``READ_OPTIONS``), those
+        options): a follow applies the latter to the tables it reads, the catalog never sees them."""
+        read = {k: v for k, v in self.options.items() if k in READ_OPTIONS}
+        if not read:
+            return self, {}
+        return CatalogConfig({k: v for k, v in self.options.items() if k not in READ_OPTIONS}), read
+
     def open(self):
         """Open the pypaimon catalog these options describe."""
         from pypaimon import CatalogFactory
@@ -170,6 +178,10 @@ def catalog_config(
     return CatalogConfig(merged)
 
 
+# Paimon table options of a streaming read that ``-O`` may give for the tables a follow reads (as a Flink or Spark
+# job passes them as dynamic options); pypaimon declares none of them.
+READ_OPTIONS = ("streaming-read-overwrite",)
+
 # Option families pypaimon (and the file systems under it) read by prefix; any key under them is passed on.
 _OPTION_PREFIXES = ("fs.", "dfs.", "hadoop.", "ipc.", "io.", "hdfs.", "s3.", "oss.", "gcs.", "dlf.", "jdbc.",
                     "header.", "table-default.", "security.", "rest.", "lock.", "client-pool", "cache.",
@@ -182,7 +194,7 @@ def check_option_names(options: dict[str, str], source: str) -> dict[str, str]:
         return options
     known = _known_option_names()
     for key in options:
-        if key in known or key.startswith(_OPTION_PREFIXES):
+        if key in known or key in READ_OPTIONS or key.startswith(_OPTION_PREFIXES):
             continue
         import difflib
 

@@ -47,6 +47,8 @@ async def tail(follower: Union[Follower, MultiFollower], renderer: Renderer, max
     """Write everything ``follower`` (one table or several) yields to ``renderer``; returns the rows written."""
     written = 0
     reported: Dict[str, List[int]] = {}
+    # said as the follow reaches them: an overwrite skipped comes after the rows of the snapshots before it
+    follower.on_notice = lambda message: notice(f"paimon-tail: {message}")
     ticker = None
     if status is not None:
         from .output.status import StatusLine

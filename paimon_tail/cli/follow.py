@@ -46,6 +46,16 @@ def parse_buckets(text: Optional[str]) -> Optional[list]:
     return buckets
 
 
+def parse_flag(options: dict, key: str) -> Optional[bool]:
+    """A boolean table option given with -O (true/false, as Paimon spells them), or None when not given."""
+    if key not in options:
+        return None
+    value = options[key].strip().lower()
+    if value not in ("true", "false"):
+        raise UsageError(f"bad -O {key}={options[key]}: use true or false")
+    return value == "true"
+
+
 def parse_key_delimiter(text: Optional[str]) -> Optional[str]:
     """kcat's -K: the text between a message's key and its value; escapes such as '\\t' are understood."""
     if text is None:
@@ -122,6 +132,7 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     from ..output.command_output import Output
     from ..stream.options import FollowOptions
 
+    catalog, read_options = catalog.read_options()
     if fmt in CDC_FORMATS and meta:
         raise UsageError(f"--meta does not go with --format {fmt}: the event carries the table, snapshot and "
                          "commit time")
@@ -131,6 +142,7 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
         row_kind=row_kind or fmt in CDC_FORMATS, meta=meta, consumer_id=consumer_id, shard=parse_shard(shard),
         buckets=parse_buckets(buckets), catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
         read_workers=read_threads, poll_interval=poll_interval, storage_timeout=storage_timeout,
+        read_overwrite=parse_flag(read_options, "streaming-read-overwrite"),
     ).normalized()  # bad positions fail before the catalog is touched
     out = Output.choose(fmt, force_binary=force_binary)
     fmt = out.fmt

@@ -70,6 +70,14 @@ class MultiStats:
         return self.rows / elapsed if elapsed > 0 else 0.0
 
     @property
+    def overwrites_skipped(self) -> int:
+        return sum(s.overwrites_skipped for s in self.tables.values())
+
+    @property
+    def overwrites_read(self) -> int:
+        return sum(s.overwrites_read for s in self.tables.values())
+
+    @property
     def mechanism(self) -> str:
         return "/".join(sorted({s.mechanism for s in self.tables.values() if s.mechanism}))
 
@@ -113,6 +121,8 @@ class MultiFollower:
         self.catalog = _open_catalog(catalog)
         self.discover_interval = discover_interval
         self.on_event = on_event
+        # called with each table's notices (an overwrite skipped, ...), prefixed with the table's name
+        self.on_notice: Optional[Callable[[str], None]] = None
         self.stats = MultiStats()
         self.followers: Dict[str, Follower] = {}
         self._from_glob: set = set()
@@ -146,6 +156,7 @@ class MultiFollower:
         except PaimonTailError as e:  # e.g. --select or --where naming a column this table lacks
             e.message = f"{name}: {e.message}"
             raise
+        follower.on_notice = lambda message: self.on_notice is not None and self.on_notice(f"{name}: {message}")
         self.followers[name] = follower
         self.stats.tables[name] = follower.stats
         if from_glob:

@@ -24,6 +24,7 @@ from .common import debug_enabled, error_boundary
 COMMANDS: Dict[str, Tuple[str, str]] = {
     "follow": (".follow", "follow_command"),
     "consumers": (".consumers", "consumers_command"),
+    "snapshots": (".snapshots", "snapshots_command"),
     "demo": (".demo", "demo_command"),
     "serve": (".service", "serve"),
     "executor": (".service", "executor_command"),

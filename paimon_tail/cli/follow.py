@@ -46,6 +46,15 @@ def parse_buckets(text: Optional[str]) -> Optional[list]:
     return buckets
 
 
+def refuse_system_tables(tables, option: str, why: str) -> None:
+    """A usage error when one of ``tables`` is a system table (``t$snapshots``, ``t$audit_log``, ...)."""
+    from ..catalog import TableName
+
+    for name in tables:
+        if "$" in name and "*" not in name and TableName.parse(name).system is not None:
+            raise UsageError(f"{option} does not go with the system table {name}: {why}")
+
+
 def parse_flag(options: dict, key: str) -> Optional[bool]:
     """A boolean table option given with -O (true/false, as Paimon spells them), or None when not given."""
     if key not in options:
@@ -133,6 +142,9 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     from ..stream.options import FollowOptions
 
     catalog, read_options = catalog.read_options()
+    if fmt in CDC_FORMATS:
+        refuse_system_tables(tables, f"--format {fmt}", "change events are a data table's (follow the table, or "
+                             "TABLE$branch_NAME)")
     if fmt in CDC_FORMATS and meta:
         raise UsageError(f"--meta does not go with --format {fmt}: the event carries the table, snapshot and "
                          "commit time")

@@ -92,7 +92,7 @@ class StreamPlanner:
             from ..storage.snapshots import SnapshotFiles
 
             self.schema_id = meta.schema_id
-            self.files = SnapshotFiles(LocalSnapshotManager(meta.path))
+            self.files = SnapshotFiles(LocalSnapshotManager(meta.path, meta.branch))
         else:
             self.deferred = False
             self._planning()

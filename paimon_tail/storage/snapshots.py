@@ -200,9 +200,8 @@ class SnapshotFiles:
         return ids
 
     def table_exists(self, schema_id: int) -> bool:
-        """Whether the table's schema file is still there (a dropped table loses its whole directory)."""
-        table_path = self.manager.table_path
-        return self._exists(f"{table_path}/schema/schema-{schema_id}")
+        """Whether the table's (branch's) schema file is still there (a dropped table loses its whole directory)."""
+        return self._exists(f"{self.branch_root}/schema/schema-{schema_id}")
 
     def close(self) -> None:
         if self._pool is not None:

@@ -151,8 +151,10 @@ class MultiFollower:
         return any(p.is_glob for p in self.patterns) and not o.exit_at_end and o.until is None
 
     def _add(self, name: str, table, options: FollowOptions, from_glob: bool = False) -> Follower:
+        from .system import follower_of
+
         try:
-            follower = Follower(table, options)
+            follower = follower_of(table, options)
         except PaimonTailError as e:  # e.g. --select or --where naming a column this table lacks
             e.message = f"{name}: {e.message}"
             raise
@@ -285,7 +287,9 @@ def follower_for(catalog, tables: Sequence[str], options: FollowOptions,
         # there is still named as typed in the error
         catalog = catalog.resolved()
     if len(patterns) == 1 and not patterns[0].is_glob:
-        return Follower(open_table(patterns[0].text, catalog), options)
+        from .system import follower_of  # a system table's (t$snapshots, ...) or a data table's
+
+        return follower_of(open_table(patterns[0].text, catalog), options)
     return MultiFollower(catalog, tables, options, on_event=on_event)
 
 

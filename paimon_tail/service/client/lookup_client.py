@@ -214,7 +214,7 @@ class LookupClient:
         return self._route
 
     def _registration(self) -> regmod.Registration:
-        reg = regmod.parse(self.meta.read_text(regmod.SERVICE_FILE))
+        reg = regmod.parse(self.meta.read_text(regmod.service_file(self.meta.branch)))
         return check_registration(reg, self.name, self.security.tls, bool(self.security.token))
 
     # -- async transport ----------------------------------------------------------------------------------

@@ -112,7 +112,7 @@ class SnapshotPlanner:
         if producer == "lookup":
             return lambda level: level > 0
         if producer == "full-compaction":
-            top = _num_levels(self.table) - 1
+            top = num_levels(self.table) - 1
             return lambda level: level == top
         return None
 
@@ -182,7 +182,7 @@ class SnapshotPlanner:
         return self.files.read_from(start_id, window)
 
 
-def _num_levels(table) -> int:
+def num_levels(table) -> int:
     """Paimon's ``CoreOptions.numLevels``: ``num-levels``, else ``num-sorted-run.compaction-trigger`` + 1."""
     opts = table.options.options.to_map()
     if opts.get("num-levels") is not None:

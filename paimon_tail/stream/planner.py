@@ -168,6 +168,11 @@ class SnapshotPlanner:
         return Plan(bucket_diffs(self.start_plan(before).splits(), self.start_plan(end).splits()),
                     snapshot_id=end.id)
 
+    def query_auth(self):
+        """The REST catalog's row filter and column masks for this scan's reads (None: none): what the plans made
+        here are wrapped with."""
+        return streaming_scan.query_auth(self.scan)
+
     def snapshot(self, snapshot_id: int) -> Optional[Snapshot]:
         return self.files.read(snapshot_id)
 

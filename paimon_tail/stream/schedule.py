@@ -23,6 +23,7 @@ from ..storage.prefetch import Prefetcher
 from ..storage.retry import StorageRetry
 from ..storage.snapshots import SnapshotFiles
 from .consumer import ConsumerStore
+from . import query_auth
 from .options import FollowOptions, _iso
 from .planner import SnapshotPlanner
 from .positions import ResolvedStart, resolve_end, resolve_start
@@ -67,6 +68,8 @@ class DiffCatchUp(CatchUp):
 
     async def plan(self, schedule: "Schedule", next_id: int) -> int:
         planner, retry, until = schedule.planner, schedule.retry, schedule.until
+        if planner.table.is_primary_key_table:  # rows are paired by key: a masked key cannot be
+            query_auth.check_diff(planner.table, await retry.call(planner.query_auth))
         latest = await retry.call(planner.latest)
         if latest is None or latest.id < next_id:
             return next_id

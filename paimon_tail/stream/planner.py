@@ -75,7 +75,7 @@ class SnapshotPlanner:
         the data files created at or after that time only (Paimon's ``from-file-creation-time``)."""
         if created_after_ms is not None:
             plan = streaming_scan.filtered_plan(
-                self.scan, snapshot, lambda entry: entry.file.creation_time_epoch_millis() >= created_after_ms)
+                self.scan, snapshot, lambda entry: created_ms(entry.file) >= created_after_ms)
             return self._shard(plan, snapshot.id)
         return self._shard(streaming_scan.initial_plan(self.scan, snapshot), snapshot.id)
 
@@ -185,6 +185,13 @@ class SnapshotPlanner:
     def snapshots_from(self, start_id: int, window: int = 1) -> Sequence[Snapshot]:
         """Consecutive snapshots from ``start_id`` that exist now (at most ``window``, read in parallel)."""
         return self.files.read_from(start_id, window)
+
+
+def created_ms(meta) -> int:
+    """A data file's creation time in epoch ms, as Paimon's ``DataFileMeta.creationTimeEpochMillis`` (the local
+    time written, in the local zone); pypaimon's own drops the milliseconds. 0 when unknown."""
+    local = meta.creation_time_as_datetime()
+    return int(local.timestamp() * 1000) if local is not None else 0
 
 
 def num_levels(table) -> int:

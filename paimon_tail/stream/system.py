@@ -46,6 +46,17 @@ def follower_of(table, options: FollowOptions):
     return Follower(table, options)
 
 
+def follow(table, options: Optional[FollowOptions] = None, **kwargs):
+    """Follow ``table`` — what ``open_table`` returned: a table, a branch, or a system table (``t$snapshots``,
+    ``t$audit_log``, ...): ``async for item in follow(t, start="earliest"): ...`` (``iter_sync()`` without
+    asyncio)."""
+    if options is None:
+        options = FollowOptions(**kwargs)
+    elif kwargs:
+        options = dataclasses.replace(options, **kwargs)
+    return follower_of(table, options)
+
+
 def _refuse(name: str, options: FollowOptions, what: Sequence[str]) -> None:
     o = options
     given = {
@@ -396,4 +407,4 @@ class OnceFollower(_Rows):
         pass
 
 
-__all__ = ["ChangesView", "OnceFollower", "SnapshotsFollower", "follower_of", "snapshot_rows"]
+__all__ = ["ChangesView", "OnceFollower", "SnapshotsFollower", "follow", "follower_of", "snapshot_rows"]

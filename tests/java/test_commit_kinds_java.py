@@ -34,6 +34,8 @@ TABLES = ["overwrite_append", "overwrite_append_unpart", "overwrite_pk", "overwr
           "pk_changelog_input"]
 FROM_1 = {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}
 READ_OVERWRITE = {**FROM_1, "streaming-read-overwrite": "true"}
+SINCE = "2000-01-01T00:00:00Z"
+SINCE_MS = 946684800000
 # Paimon 0.9 streams overwrite_pk's first overwrite (snapshot 3) but not its second (5: a delete record replaced)
 JAVA_STREAMS_UP_TO = {"overwrite_pk": 4, "overwrite_pk_unpart": 4}
 
@@ -61,6 +63,11 @@ def java(java_env, tmp_path_factory):
         ("changelog", "audit_log"): ("stream", wh, "pk_changelog_input$audit_log", json.dumps(FROM_1),
                                      latest["pk_changelog_input"]),
         ("snapshots",): ("batch", wh, "tagged$snapshots", "-"),
+        ("compacted-full",): ("stream", wh, "pk_changelog_input", json.dumps({"scan.mode": "compacted-full"}),
+                              latest["pk_changelog_input"]),
+        ("file-creation-time",): ("stream", wh, "tagged", json.dumps(
+            {"scan.mode": "from-file-creation-time", "scan.file-creation-time-millis": str(SINCE_MS)}),
+            latest["tagged"]),
     }
     results = dict(zip(reads, jf.run_java(*reads.values())))
     return wh, latest, results
@@ -197,3 +204,21 @@ def test_snapshots_as_java(java):
     assert len(mine) == len(java_rows) == latest["tagged"]
     assert [[r[c] for c in common] for r in mine] == [[r[c] for c in common] for r in java_rows]
     assert [r["commit_time"] for r in mine] == [r["commit_time"] for r in java_rows]
+
+
+@pytest.mark.parametrize("mode, start", [("compacted-full", "compacted-full"),
+                                         ("file-creation-time", f"file-creation-time:{SINCE}")])
+def test_scan_modes_as_java(java, mode, start):
+    """compacted-full (the latest COMPACT snapshot in full, then what came after) and from-file-creation-time (the
+    latest snapshot's files created since, then what came after) against Java's streaming read in that mode."""
+    wh, _, j = java
+    table = "pk_changelog_input" if mode == "compacted-full" else "tagged"
+    mine = ours(wh, table, start=start)
+    java_stream = j[(mode,)]["stream"]
+    assert [p["snapshot"] for p in mine] == [p["snapshot"] for p in java_stream]
+    assert mine[0]["kind"] == "full" and mine[0]["rows"]
+    assert jf.canonical(r[1:] for r in mine[0]["rows"]) == jf.canonical(r[1:] for r in java_stream[0]["rows"])
+    assert by_snapshot(mine[1:]) == by_snapshot(java_stream[1:])
+    if mode == "compacted-full":
+        kinds = [s.commit_kind for s in jf.open_table(wh, table).snapshot_manager().list_snapshots()]
+        assert kinds[mine[0]["snapshot"] - 1] == "COMPACT" and mine[0]["snapshot"] < len(kinds)

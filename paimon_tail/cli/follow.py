@@ -97,8 +97,9 @@ def format_option(f):
 @click.argument("tables", nargs=-1, required=True, metavar="TABLE...", shell_complete=complete_tables)
 @catalog_options
 @click.option("--from", "start", default="latest-full", show_default=True, metavar="POSITION",
-              help="latest-full | latest | earliest | snapshot:N | snapshot-full:N | timestamp:T | -1h")
-@click.option("--until", metavar="POSITION", help="Stop after snapshot:N or timestamp:T.")
+              help="latest-full | latest | earliest | snapshot:N | snapshot-full:N | timestamp:T | -1h | "
+              "compacted-full | file-creation-time:T | creation-timestamp:T | tag:NAME")
+@click.option("--until", metavar="POSITION", help="Stop after snapshot:N, timestamp:T or tag:NAME.")
 @click.option("--exit-at-end", "-e", is_flag=True, help="Stop when caught up with the latest snapshot (kcat -e).")
 @click.option("--max-rows", "-n", type=click.IntRange(min=0), help="Stop after N rows.")
 @format_option
@@ -136,7 +137,9 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f.
 
     Several tables, or globs such as 'shop.*' (quoted), are followed together: rows interleave as they commit,
-    each tagged with its table (_table).
+    each tagged with its table (_table). A branch is 'TABLE$branch_NAME', a system table 'TABLE$snapshots',
+    'TABLE$audit_log', ... OVERWRITE commits are skipped with a line on stderr, or read as -D/+I with
+    -O streaming-read-overwrite=true.
     """
     from ..output.command_output import Output
     from ..stream.options import FollowOptions

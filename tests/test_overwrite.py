@@ -8,6 +8,7 @@ import collections
 import io
 import json
 import logging
+import os
 
 import pyarrow as pa
 import pytest
@@ -230,3 +231,20 @@ def test_spark_source_reads_or_skips_overwrites_as_follow(wh, caplog):
     read, _ = stream(True)
     assert sum(r["_row_kind"] == "-D" for r in read) == 5
     assert folded(read, ["dt", "id"]) == table_rows(wh, "pk")
+
+
+def test_on_a_terminal_the_line_sits_above_the_view(wh):
+    """On a terminal the live view's footer is redrawn below its rows: the line is printed above it, whole (written
+    to stderr meanwhile it landed in the middle of the footer's progress bar)."""
+    from .terminal import Terminal
+
+    make(wh, "append")
+    with Terminal(["follow", "db.append", "-w", wh.path, "--from", "earliest", "--row-kind", "-e"], 120, 30,
+                  env={"PYTHONPATH": os.environ.get("PYTHONPATH", os.getcwd())}) as t:
+        assert t.wait_exit() == 0
+        screen = [line.rstrip() for line in t.history().splitlines() if line.strip()]
+    said = [i for i, line in enumerate(screen) if line.startswith("paimon-tail: snapshot 2 is an OVERWRITE")]
+    assert len(said) == 1, screen
+    rows = [i for i, line in enumerate(screen) if line.startswith("+I")]
+    assert rows[7] < said[0] < rows[8]  # after snapshot 1's 8 rows, before snapshot 3's
+    assert screen[-1].endswith("done: caught up") and "━" not in "".join(screen[said[0]:said[0] + 2])

@@ -51,6 +51,14 @@ async def tail(follower: Union[Follower, MultiFollower], renderer: Renderer, max
     (``-n``, ``stream/last.py``)."""
     written = 0
     reported: Dict[str, List[int]] = {}
+    to_stderr = notice
+
+    def notice(message: str) -> None:  # above a view on the terminal (its footer kept whole), else on stderr
+        if not renderer.notice(message):
+            to_stderr(message)
+
+    # said as the follow reaches them: an overwrite skipped comes after the rows of the snapshots before it
+    follower.on_notice = lambda message: notice(f"paimon-tail: {message}")
     ticker = None
     if status is not None:
         from .output.status import StatusLine

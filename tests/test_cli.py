@@ -316,7 +316,7 @@ def test_demo_stays_healthy(tmp_path):
     writer.compact()
 
     snap = orders.snapshot_manager().get_latest_snapshot()
-    assert snap.id == latest + 1 and snap.commit_kind == "OVERWRITE"
+    assert snap.id == latest + 1 and snap.commit_kind == "COMPACT"
     assert len(ManifestListManager(orders).read_all(snap)) == 2
     splits = orders.new_read_builder().new_scan().plan().splits()
     assert sorted(s.bucket for s in splits) == [0, 1, 2, 3] and all(len(s.files) == 1 for s in splits)
@@ -324,6 +324,10 @@ def test_demo_stays_healthy(tmp_path):
     assert sorted(run_cli(["follow", "shop.orders", "-w", wh, "-e"]).stdout.splitlines()) == \
         sorted(table_before.stdout.splitlines())
     after = run_cli(["follow", "shop.orders", "-w", wh, "-e", "--from", f"snapshot:{snap.id}"])
+    assert after.returncode == 0 and after.stdout == b"" and b"OVERWRITE" not in after.stderr
+    # not an overwrite: reading overwrites reads nothing more
+    after = run_cli(["follow", "shop.orders", "-w", wh, "-e", "--from", f"snapshot:{snap.id}",
+                     "-O", "streaming-read-overwrite=true"])
     assert after.returncode == 0 and after.stdout == b""
     # expired: the newest 25 orders snapshots are kept; events keep what consumer "late" still has to read
     assert orders.snapshot_manager().try_get_earliest_snapshot().id == snap.id - 24
@@ -334,7 +338,7 @@ def test_demo_stays_healthy(tmp_path):
     writer.compact_every = 5
     for _ in range(5):
         writer.step()
-    assert orders.snapshot_manager().get_latest_snapshot().commit_kind == "OVERWRITE"
+    assert orders.snapshot_manager().get_latest_snapshot().commit_kind == "COMPACT"
 
 
 def test_where_reads_bare_words_as_columns_and_double_equals_as_equals(log):

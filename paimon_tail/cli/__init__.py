@@ -26,6 +26,7 @@ COMMANDS: Dict[str, Tuple[str, str]] = {
     "consumers": (".consumers", "consumers_command"),
     "tables": (".tables", "tables_command"),
     "describe": (".tables", "describe_command"),
+    "snapshots": (".snapshots", "snapshots_command"),
     "demo": (".demo", "demo_command"),
     "serve": (".service", "serve"),
     "executor": (".service", "executor_command"),

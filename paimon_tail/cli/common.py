@@ -71,8 +71,13 @@ def complete_tables(ctx: click.Context, param: click.Parameter, incomplete: str)
 START_POSITIONS = (("latest-full", "the table now, then every commit"), ("latest", "only new commits"),
                    ("earliest", "every change still kept"), ("snapshot:", "changes from snapshot N on"),
                    ("snapshot-full:", "the table at snapshot N, then changes"),
-                   ("timestamp:", "changes from time T on (ISO-8601 or epoch ms)"), ("-1h", "changes of the last hour"))
-END_POSITIONS = (("snapshot:", "stop after snapshot N"), ("timestamp:", "stop after the last commit at or before T"))
+                   ("timestamp:", "changes from time T on (ISO-8601 or epoch ms)"), ("-1h", "changes of the last hour"),
+                   ("compacted-full", "the table's last full compaction, then changes"),
+                   ("file-creation-time:", "the rows of files created from T on, then changes"),
+                   ("creation-timestamp:", "snapshots from T on, or files created from T on when expired"),
+                   ("tag:", "the table as of tag NAME, then changes"))
+END_POSITIONS = (("snapshot:", "stop after snapshot N"), ("timestamp:", "stop after the last commit at or before T"),
+                 ("tag:", "stop after tag NAME's snapshot"))
 
 
 def complete_positions(positions) -> Callable:

@@ -46,6 +46,25 @@ def parse_buckets(text: Optional[str]) -> Optional[list]:
     return buckets
 
 
+def refuse_system_tables(tables, option: str, why: str) -> None:
+    """A usage error when one of ``tables`` is a system table (``t$snapshots``, ``t$audit_log``, ...)."""
+    from ..catalog import TableName
+
+    for name in tables:
+        if "$" in name and "*" not in name and TableName.parse(name).system is not None:
+            raise UsageError(f"{option} does not go with the system table {name}: {why}")
+
+
+def parse_flag(options: dict, key: str) -> Optional[bool]:
+    """A boolean table option given with -O (true/false, as Paimon spells them), or None when not given."""
+    if key not in options:
+        return None
+    value = options[key].strip().lower()
+    if value not in ("true", "false"):
+        raise UsageError(f"bad -O {key}={options[key]}: use true or false")
+    return value == "true"
+
+
 def parse_key_delimiter(text: Optional[str]) -> Optional[str]:
     """kcat's -K: the text between a message's key and its value; escapes such as '\\t' are understood."""
     if text is None:
@@ -79,9 +98,10 @@ def format_option(f):
 @catalog_options
 @click.option("--from", "start", default="latest-full", show_default=True, metavar="POSITION",
               shell_complete=complete_positions(START_POSITIONS),
-              help="latest-full | latest | earliest | snapshot:N | snapshot-full:N | timestamp:T | -1h")
+              help="latest-full | latest | earliest | snapshot:N | snapshot-full:N | timestamp:T | -1h | "
+              "compacted-full | file-creation-time:T | creation-timestamp:T | tag:NAME")
 @click.option("--until", metavar="POSITION", shell_complete=complete_positions(END_POSITIONS),
-              help="Stop after snapshot:N or timestamp:T.")
+              help="Stop after snapshot:N, timestamp:T or tag:NAME.")
 @click.option("--exit-at-end", "-e", is_flag=True, help="Stop when caught up with the latest snapshot (kcat -e).")
 @click.option("--last", "-n", type=click.IntRange(min=0), metavar="N",
               help="The last N rows committed, then follow (tail -n N -f); with -e, the last N and stop. Of "
@@ -130,11 +150,17 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
     """Print the rows of TABLE (DATABASE.TABLE) as they are committed, like tail -f.
 
     Several tables, or globs such as 'shop.*' (quoted), are followed together: rows interleave as they commit,
-    each tagged with its table (_table).
+    each tagged with its table (_table). A branch is 'TABLE$branch_NAME', a system table 'TABLE$snapshots',
+    'TABLE$audit_log', ... OVERWRITE commits are skipped with a line on stderr, or read as -D/+I with
+    -O streaming-read-overwrite=true.
     """
     from ..output.command_output import Output
     from ..stream.options import FollowOptions
 
+    catalog, read_options = catalog.read_options()
+    if fmt in CDC_FORMATS:
+        refuse_system_tables(tables, f"--format {fmt}", "change events are a data table's (follow the table, or "
+                             "TABLE$branch_NAME)")
     if fmt in CDC_FORMATS and meta:
         raise UsageError(f"--meta does not go with --format {fmt}: the event carries the table, snapshot and "
                          "commit time")
@@ -150,6 +176,7 @@ def follow_command(tables: tuple, catalog: CatalogConfig, start: str, until: Opt
         row_kind=row_kind or fmt in CDC_FORMATS, meta=meta, consumer_id=consumer_id, shard=parse_shard(shard),
         buckets=parse_buckets(buckets), catch_up=catch_up, on_gap=on_gap, prefetch=not no_prefetch,
         read_workers=read_threads, poll_interval=poll_interval, storage_timeout=storage_timeout,
+        read_overwrite=parse_flag(read_options, "streaming-read-overwrite"),
     ).normalized()  # bad positions fail before the catalog is touched
     out = Output.choose(fmt, force_binary=force_binary)
     fmt = out.fmt
@@ -205,4 +232,20 @@ def _start_for_last(catalog: CatalogConfig, tables: tuple, n: int) -> str:
     patterns = parse_patterns(tables)
     cat = catalog.open()
     names = [p.text for p in patterns if not p.is_glob] + matching_tables(cat, patterns)
-    return start_for_tables([open_table(name, cat) for name in dict.fromkeys(names)], n)
+    return start_for_tables([_data_table(open_table(name, cat), name) for name in dict.fromkeys(names)], n)
+
+
+def _data_table(table, name: str):
+    """The table whose newest commits ``-n`` counts rows of: a data table, or the table of ``$audit_log`` and
+    ``$binlog`` (its changes); other system tables have no rows by commit to count."""
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    from ..catalog import SystemView
+    from ..errors import UsageError
+
+    if isinstance(table, SystemView) and table.name in ("audit_log", "binlog"):
+        return table.base
+    if isinstance(table, FileStoreTable):
+        return table
+    raise UsageError(f"-n counts a table's rows by commit: {name} is a system table without them",
+                     hint="give --from (for example --from earliest) instead")

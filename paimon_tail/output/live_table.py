@@ -226,6 +226,9 @@ class LiveTableRenderer(Renderer):
         if self._live is not None:
             self._live.refresh()
 
+    def notice(self, message: str) -> bool:
+        return _notice_above(self._live, message)
+
     def close(self) -> None:
         if self.footer is not None:
             self.footer.ended = _ending()
@@ -440,6 +443,10 @@ class ScrollingTableRenderer(Renderer):
         if self._live is not None:
             self._live.refresh()
 
+    def notice(self, message: str) -> bool:
+        self._print_pending()  # the rows before it, then the notice, above the footer
+        return _notice_above(self._live, message)
+
     def close(self) -> None:
         if self.footer is not None:
             self.footer.ended = _ending()
@@ -490,6 +497,23 @@ def _widen(widths: List[int], room: List[int], slack: int) -> List[int]:
     for i in sorted(range(len(room)), key=lambda i: -room[i])[:slack - sum(extra)]:
         extra[i] += 1
     return [w + e for w, e in zip(widths, extra)]
+
+
+def _notice_above(live, message: str) -> bool:
+    """``message`` printed above an active view (its footer redrawn below it), when stderr is the terminal the view
+    is on: a line written to stderr meanwhile would land in the middle of the footer."""
+    import os
+    import sys
+
+    if live is None or not live.console.is_terminal:
+        return False
+    try:
+        if not (sys.stderr.isatty() and os.path.samestat(os.fstat(sys.stderr.fileno()), os.fstat(1))):
+            return False
+    except (OSError, ValueError, AttributeError):
+        return False
+    live.console.print(Text(message, style="yellow"), soft_wrap=True, crop=False)
+    return True
 
 
 def _stop(live) -> None:

@@ -221,14 +221,14 @@ class LookupClient:
     def _registration(self, deadline: Optional[Deadline] = None) -> regmod.Registration:
         """The service's registration; with ``deadline``, one that is not there yet is waited for a while (a
         ``serve`` starting: ``serve db.t &`` then ``lookup db.t 1`` at once), within the deadline."""
-        text = self.meta.read_text(regmod.SERVICE_FILE)
+        text = self.meta.read_text(regmod.service_file(self.meta.branch))
         if text is None and deadline is not None:  # (a file that is there but unreadable is no service starting)
             until = min(deadline.at, time.monotonic() + START_GRACE)
             if self.on_wait is not None and until > time.monotonic():
                 self.on_wait(f"waiting for {self.name} to be served")
             while text is None and time.monotonic() < until:
                 time.sleep(0.05)
-                text = self.meta.read_text(regmod.SERVICE_FILE)
+                text = self.meta.read_text(regmod.service_file(self.meta.branch))
         return check_registration(regmod.parse(text), self.name, self.security.tls, bool(self.security.token))
 
     # -- async transport ----------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ def lookup_few(meta: TableMeta, keys: List[Dict[str, Any]], *, security: Securit
         plan = _plan(meta, keys, select)
         if plan is None:
             return None
-        reg = regmod.parse(meta.read_text(regmod.SERVICE_FILE))
+        reg = regmod.parse(meta.read_text(regmod.service_file(meta.branch)))
         if reg is None or not reg.is_live() or not reg.addresses or (reg.tls and not security.tls) \
                 or (reg.auth == "token" and not security.token):
             return None

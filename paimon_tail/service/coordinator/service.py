@@ -28,6 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set
 import grpc
 
 from ...catalog import CatalogConfig, open_table
+from ...stream import query_auth
 from ...errors import ServiceError, UsageError
 from ...storage.retry import StorageHealth
 from ..executor.runner import ExecutorSpec
@@ -154,6 +155,9 @@ class QueryService:
         catalog = self.catalog.open()
         for name in self.options.tables:
             table = open_table(name, catalog)
+            if not hasattr(table, "current_branch"):
+                raise UsageError(f"{name} is a system table: the query service serves a table or TABLE$branch_NAME")
+            query_auth.refuse(table, "serve", "its executors answer lookups from the data files themselves", name)
             check_supported(table)
             self.tables[name] = table
 

@@ -193,7 +193,7 @@ class TableState:
         from pypaimon.schema.schema_manager import SchemaManager
 
         t = self.table
-        schema = SchemaManager(t.file_io, t.table_path).get_schema(schema_id)
+        schema = SchemaManager(t.file_io, t.table_path, branch=t.current_branch()).get_schema(schema_id)
         if schema is None:
             raise ValueError(f"schema {schema_id} of {self.name} not found")
         self._use(type(t)(t.file_io, t.identifier, t.table_path, schema, t.catalog_environment))

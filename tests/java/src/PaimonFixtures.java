@@ -14,6 +14,11 @@
  *                                         list of trimmed primary keys (lists of values)
  *   compact WAREHOUSE TABLE               full compaction of an existing table
  *   incremental WAREHOUSE TABLE START END Java's incremental-between read (row kinds)
+ *   stream WAREHOUSE TABLE OPTIONS_JSON LATEST
+ *                                         Java's streaming read of TABLE (any table: a branch t$branch_b,
+ *                                         a system table t$audit_log) with dynamic OPTIONS, per snapshot,
+ *                                         up to snapshot LATEST of its base table
+ *   batch WAREHOUSE TABLE OPTIONS_JSON    Java's batch read of TABLE (t$snapshots, scan.tag-name ...)
  * STREAM_FROM: earliest | N (from-snapshot) | full:N (from-snapshot-full) | ts:MILLIS
  * Every command prints exactly one JSON line to stdout.
  */
@@ -151,6 +156,10 @@ public class PaimonFixtures {
                             c.size() > 5 && !c.get(5).equals("-") ? Long.parseLong(c.get(5)) : null);
                 case "incremental":
                     return incremental(catalog, c.get(2), c.get(3), c.get(4));
+                case "stream":
+                    return stream(catalog, c.get(2), c.get(3), Long.parseLong(c.get(4)));
+                case "batch":
+                    return batch(catalog, c.get(2), c.get(3));
                 case "compact":
                     compactOnly(catalog, c.get(2));
                     Map<String, Object> done = new LinkedHashMap<>();
@@ -336,6 +345,21 @@ public class PaimonFixtures {
                 break;
             case "pk_changelog_input":
                 changelogInput(catalog);
+                break;
+            case "overwrite_append":
+                overwriteAppend(catalog, "overwrite_append", true);
+                break;
+            case "overwrite_append_unpart":
+                overwriteAppend(catalog, "overwrite_append_unpart", false);
+                break;
+            case "overwrite_pk":
+                overwritePk(catalog, "overwrite_pk", true);
+                break;
+            case "overwrite_pk_unpart":
+                overwritePk(catalog, "overwrite_pk_unpart", false);
+                break;
+            case "tagged":
+                tagged(catalog);
                 break;
             case "live_dedup":
             case "live_dv":
@@ -947,6 +971,219 @@ public class PaimonFixtures {
     }
 
     /** Full compaction of an existing table (one COMPACT snapshot). */
+    // ------------------------------------------------------------- commit kinds, tags, branches
+
+    /** An INSERT OVERWRITE of ROWS (of one partition, when PARTITION is given, else of the whole table). */
+    static void overwrite(Table t, Map<String, String> partition, List<GenericRow> rows) throws Exception {
+        org.apache.paimon.table.sink.BatchWriteBuilder b =
+                t.newBatchWriteBuilder().withOverwrite(partition == null ? new HashMap<>() : partition);
+        try (org.apache.paimon.table.sink.BatchTableWrite w = b.newWrite();
+                org.apache.paimon.table.sink.BatchTableCommit c = b.newCommit()) {
+            w.withIOManager(ioManager);
+            for (GenericRow r : rows) {
+                w.write(r);
+            }
+            c.commit(w.prepareCommit());
+        }
+    }
+
+    /**
+     * Append table (bucket -1), partitioned by dt or not: d1 1..5 + d2 6..8; an OVERWRITE of dt=d1 (of the
+     * whole table, unpartitioned) with 100..102; 9 appended to d2; another OVERWRITE of d2 with 200, 9 (the
+     * unpartitioned table: of everything again).
+     */
+    static void overwriteAppend(Catalog catalog, String name, boolean partitioned) throws Exception {
+        Schema.Builder b = Schema.newBuilder()
+                .column("id", DataTypes.INT())
+                .column("dt", DataTypes.STRING())
+                .column("v", DataTypes.STRING())
+                .option("bucket", "-1");
+        if (partitioned) {
+            b.partitionKeys("dt");
+        }
+        Table t = create(catalog, name, b.build());
+        try (Writer w = new Writer(t)) {
+            for (int i = 1; i <= 8; i++) {
+                w.write(row(RowKind.INSERT, i, s(i <= 5 ? "d1" : "d2"), s("a" + i)));
+            }
+            w.commit();
+        }
+        List<GenericRow> rows = new ArrayList<>();
+        for (int i = 100; i <= 102; i++) {
+            rows.add(row(RowKind.INSERT, i, s("d1"), s("o" + i)));
+        }
+        overwrite(t, partitioned ? partition("dt", "d1") : null, rows);
+        try (Writer w = new Writer(catalog.getTable(Identifier.create(DB, name)))) {
+            w.write(row(RowKind.INSERT, 9, s("d2"), s("a9")));
+            w.commit();
+        }
+        rows = new ArrayList<>();
+        rows.add(row(RowKind.INSERT, 200, s("d2"), s("o200")));
+        rows.add(row(RowKind.INSERT, 9, s("d2"), s("a9")));
+        overwrite(catalog.getTable(Identifier.create(DB, name)), partitioned ? partition("dt", "d2") : null, rows);
+    }
+
+    static Map<String, String> partition(String key, String value) {
+        Map<String, String> p = new HashMap<>();
+        p.put(key, value);
+        return p;
+    }
+
+    /**
+     * Primary-key table (dt, id), bucket 2, partitioned by dt or not: d1 0..19 + d2 20..29; d2 updated
+     * (20..24) and, partitioned, 29 deleted; an OVERWRITE of dt=d1 (unpartitioned: of the whole table) with 0..4 (new
+     * values) + 100..104; d2 upserted (25, 30). The overwritten partition's files hold one record per key (so
+     * Java's unmerged before-records are the merged rows); the last OVERWRITE (of d2 / of everything) replaces
+     * files with updates and a delete in them.
+     */
+    static void overwritePk(Catalog catalog, String name, boolean partitioned) throws Exception {
+        Schema.Builder b = Schema.newBuilder()
+                .column("dt", DataTypes.STRING().notNull())
+                .column("id", DataTypes.INT().notNull())
+                .column("v", DataTypes.STRING())
+                .primaryKey("dt", "id")
+                .option("bucket", "2");
+        if (partitioned) {
+            b.partitionKeys("dt");
+        }
+        Table t = create(catalog, name, b.build());
+        try (Writer w = new Writer(t)) {
+            for (int i = 0; i < 30; i++) {
+                w.write(row(RowKind.INSERT, s(i < 20 ? "d1" : "d2"), i, s("a" + i)));
+            }
+            w.commit();
+            for (int i = 20; i < 25; i++) {
+                w.write(row(RowKind.UPDATE_AFTER, s("d2"), i, s("b" + i)));
+            }
+            if (partitioned) {  // Paimon 0.9 cannot stream an overwrite of files with a delete record in them
+                w.write(row(RowKind.DELETE, s("d2"), 29, s("a29")));
+            }
+            w.commit();
+        }
+        List<GenericRow> rows = new ArrayList<>();
+        for (int i : new int[] {0, 1, 2, 3, 4, 100, 101, 102, 103, 104}) {
+            rows.add(row(RowKind.INSERT, s("d1"), i, s("o" + i)));
+        }
+        if (!partitioned) {
+            for (int i = 20; i < 30; i++) {
+                rows.add(row(RowKind.INSERT, s("d2"), i, s(i < 25 ? "b" + i : "a" + i)));
+            }
+        }
+        overwrite(t, partitioned ? partition("dt", "d1") : null, rows);
+        try (Writer w = new Writer(catalog.getTable(Identifier.create(DB, name)))) {
+            w.write(row(RowKind.INSERT, s("d2"), 25, s("c25")));
+            w.write(row(RowKind.INSERT, s("d2"), 30, s("c30")));
+            w.commit();
+        }
+        if (partitioned) {
+            rows = new ArrayList<>();
+            rows.add(row(RowKind.INSERT, s("d2"), 20, s("z20")));
+            rows.add(row(RowKind.INSERT, s("d2"), 40, s("z40")));
+            overwrite(catalog.getTable(Identifier.create(DB, name)), partition("dt", "d2"), rows);
+        }
+    }
+
+    /**
+     * Primary-key table "tagged": 3 commits (inserts, an update, a delete), tag t1 on snapshot 2, tag t2 on
+     * snapshot 3, 2 more commits; branch b1 created from t1 and written twice (its own snapshots 3 and 4).
+     */
+    static void tagged(Catalog catalog) throws Exception {
+        Table t = create(catalog, "tagged", narrow().primaryKey("id").option("bucket", "2").build());
+        try (Writer w = new Writer(t)) {
+            for (int i = 0; i < 20; i++) {
+                w.write(row(RowKind.INSERT, i, s("a" + i), (long) i, i));
+            }
+            w.commit();
+            for (int i = 0; i < 5; i++) {
+                w.write(row(RowKind.UPDATE_AFTER, i, s("b" + i), (long) i + 100, i));
+            }
+            w.commit();
+            w.write(row(RowKind.DELETE, 7, s("a7"), 7L, 7));
+            w.commit();
+        }
+        FileStoreTable table = (FileStoreTable) catalog.getTable(Identifier.create(DB, "tagged"));
+        table.createTag("t1", 2);
+        table.createTag("t2", 3);
+        try (Writer w = new Writer(table)) {
+            for (int i = 20; i < 25; i++) {
+                w.write(row(RowKind.INSERT, i, s("c" + i), (long) i, i));
+            }
+            w.commit();
+            w.write(row(RowKind.UPDATE_AFTER, 1, s("d1"), 1000L, 1));
+            w.commit();
+        }
+        table.createBranch("b1", "t1");
+        Table branch = catalog.getTable(Identifier.create(DB, "tagged$branch_b1"));
+        try (Writer w = new Writer(branch)) {
+            for (int i = 50; i < 55; i++) {
+                w.write(row(RowKind.INSERT, i, s("br" + i), (long) i, i));
+            }
+            w.commit();
+            w.write(row(RowKind.DELETE, 3, s("b3"), 103L, 3));
+            w.write(row(RowKind.UPDATE_AFTER, 50, s("br50x"), 500L, 50));
+            w.commit();
+        }
+    }
+
+    static Map<String, String> jsonOptions(String json) throws Exception {
+        Map<String, String> out = new HashMap<>();
+        if (json == null || json.equals("-")) {
+            return out;
+        }
+        Map<?, ?> parsed = JsonSerdeUtil.fromJson(json, LinkedHashMap.class);
+        for (Map.Entry<?, ?> e : parsed.entrySet()) {
+            out.put(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
+        }
+        return out;
+    }
+
+    /** Java's streaming read of any table (a branch, a system table) with dynamic options, per snapshot. */
+    static Object stream(Catalog catalog, String name, String optionsJson, long latest) throws Exception {
+        Table table = catalog.getTable(Identifier.fromString(DB + "." + name)).copy(jsonOptions(optionsJson));
+        RowType type = table.rowType();
+        ReadBuilder rb = table.newReadBuilder();
+        StreamTableScan scan = rb.newStreamScan();
+        TableRead read = rb.newRead().withIOManager(ioManager);
+        List<Map<String, Object>> plans = new ArrayList<>();
+        int guard = 0;
+        while (guard++ < 1000) {
+            TableScan.Plan plan = scan.plan();
+            Long after = scan.checkpoint();
+            if (!plan.splits().isEmpty()) {
+                Map<String, Object> p = new LinkedHashMap<>();
+                p.put("snapshot", after == null ? null : after - 1);
+                p.put("rows", readAll(type, read, plan.splits(), true));
+                plans.add(p);
+            }
+            if (after != null && after > latest) {
+                break;
+            }
+        }
+        List<String> names = new ArrayList<>();
+        for (DataField f : type.getFields()) {
+            names.add(f.name());
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("fields", names);
+        out.put("stream", plans);
+        return out;
+    }
+
+    /** Java's batch read of any table (a system table, a tag with scan.tag-name, a branch). */
+    static Object batch(Catalog catalog, String name, String optionsJson) throws Exception {
+        Table table = catalog.getTable(Identifier.fromString(DB + "." + name)).copy(jsonOptions(optionsJson));
+        RowType type = table.rowType();
+        ReadBuilder rb = table.newReadBuilder();
+        List<String> names = new ArrayList<>();
+        for (DataField f : type.getFields()) {
+            names.add(f.name());
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("fields", names);
+        out.put("rows", readAll(type, rb.newRead().withIOManager(ioManager), rb.newScan().plan().splits(), true));
+        return out;
+    }
+
     static void compactOnly(Catalog catalog, String name) throws Exception {
         Table t = catalog.getTable(Identifier.create(DB, name));
         try (Writer w = new Writer(t)) {

@@ -130,7 +130,8 @@ def test_completion_of_catalog_names_and_of_the_default_catalogs_tables(two):
     names, tables, positions = r.stdout.splitlines()
     assert names == "a b" and tables == "db.log", r.stdout
     assert positions.split() == ["latest-full", "latest", "earliest", "snapshot:", "snapshot-full:", "timestamp:",
-                                 "-1h"], positions
+                                 "-1h", "compacted-full", "file-creation-time:", "creation-timestamp:", "tag:"], \
+        positions
 
 
 def test_tables_and_describe_with_the_default_catalog(two):

@@ -82,7 +82,7 @@ def test_branch_follow_and_its_own_consumer_positions(kv):
     assert not os.path.exists(os.path.join(table, "consumer", "consumer-app"))
     listed = run_cli(["consumers", "db.kv$branch_b1", "-w", kv.path, "--json"])
     assert [json.loads(line) for line in listed.stdout.splitlines()] == \
-        [{"consumer": "app", "next_snapshot": 4, "behind": 0}]
+        [{"consumer": "app", "next_snapshot": 4, "behind": 0, "holds_back_expiry": False}]
     assert run_cli(["consumers", "db.kv", "-w", kv.path, "--json"]).stdout == b""
     # the quick exit (nothing new on the branch) reads the branch's snapshots too
     again = run_cli(["follow", "db.kv$branch_b1", "-w", kv.path, "-e", "--from", "latest"])

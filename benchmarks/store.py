@@ -1,6 +1,7 @@
-"""The query service at production size (issue 18): start, footprint, freshness under upserts, memory, budgets.
+"""The query service at production size (issues 18, 34): start, footprint, freshness under upserts, memory, budgets,
+on fixed-bucket and dynamic-bucket tables of the same rows.
 
-    python -m benchmarks store --size tiny|5m|20m [--before PATH] [--keep]
+    python -m benchmarks store --size tiny|5m|20m [--kind both|fixed|dynamic] [--before PATH]
 
 Writes (once, cached under benchmarks/results/data/) a primary-key table with pypaimon: ``id BIGINT`` key, ``name``,
 ``amount``, ``payload`` (~80 characters: random letters, or a compressible text for 5m), in ``files`` commits of
@@ -14,6 +15,12 @@ sequential ids (so ``files`` files per bucket). Then, with ``paimon-tail serve``
   anonymous memory after those commits against after start;
 * ``--max-disk`` at a quarter of the table's files: every answer checked, p50 of a warm working set (the keys of
   the last commits) and of keys drawn from the whole table (every one a row file written again).
+
+``--kind``: the table with ``bucket`` = the scale's buckets (``fixed``), Paimon's default primary-key table
+(``dynamic``: no ``bucket`` option, ``dynamic-bucket.target-row-num`` = rows / buckets, so the same rows land in as
+many buckets, written by pypaimon's hash-index assigner), or ``both`` (the default): the same phases on each, in one
+run, and the dynamic table's figures against the fixed one's. On the dynamic table half of each upsert commit's
+keys are new, so buckets are added while the freshness is measured.
 
 ``--before PATH`` also starts the source tree at PATH (e.g. ``git worktree add /tmp/before <commit>``) on the same
 table for the start and footprint rows. Results: benchmarks/results/store-<size>-<time>.json and a table.
@@ -97,21 +104,33 @@ def expected_name(key: int, version: int) -> str:
     return f"v{version}-{key}"
 
 
-def scale_warehouse(scale: Scale) -> str:
+KINDS = ("fixed", "dynamic")
+
+
+def table_options(scale: Scale, kind: str) -> Dict[str, str]:
+    """Fixed buckets, or Paimon's default (dynamic) with buckets of rows / buckets keys: as many as the fixed."""
+    if kind == "fixed":
+        return {"bucket": str(scale.buckets)}
+    return {"dynamic-bucket.target-row-num": str(-(-scale.rows // scale.buckets))}
+
+
+def scale_warehouse(scale: Scale, kind: str = "fixed") -> str:
     from pypaimon import CatalogFactory, Schema
 
-    base = DATA / f"store-{scale.name}-{scale.rows}-{scale.buckets}-{scale.files}"
+    suffix = "" if kind == "fixed" else f"-{kind}"
+    base = DATA / f"store-{scale.name}-{scale.rows}-{scale.buckets}-{scale.files}{suffix}"
     wh = base / "warehouse"
     if (base / "done.json").exists():
         return str(wh)
     if base.exists():
         shutil.rmtree(base)
     wh.mkdir(parents=True)
-    log(f"writing db.t: {scale.rows:,} rows, {scale.buckets} buckets, {scale.files} commits (once, in {base})")
+    log(f"writing db.t ({kind}): {scale.rows:,} rows, {scale.buckets} buckets, {scale.files} commits (once, in "
+        f"{base})")
     cat = CatalogFactory.create({"warehouse": str(wh)})
     cat.create_database("db", True)
     cat.create_table("db.t", Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"],
-                                                        options={"bucket": str(scale.buckets)}), False)
+                                                        options=table_options(scale, kind)), False)
     table = cat.get_table("db.t")
     per = scale.rows // scale.files
     t0 = time.time()
@@ -137,6 +156,11 @@ def copy_warehouse(src: str) -> str:
                 with open(p, "wb") as out:
                     out.write(data)
     return dst
+
+
+def bucket_count(wh: str) -> int:
+    """Bucket directories of the table (a dynamic-bucket table adds them as keys arrive)."""
+    return sum(1 for d, _, _ in os.walk(os.path.join(wh, "db.db", "t")) if os.path.basename(d).startswith("bucket-"))
 
 
 def data_bytes(wh: str) -> int:
@@ -368,9 +392,10 @@ def settled(read, timeout: float) -> float:
     return last
 
 
-def upsert_phase(wh: str, scale: Scale, versions: np.ndarray, max_memory: str) -> Dict:
+def upsert_phase(wh: str, scale: Scale, versions: np.ndarray, max_memory: str, new_keys: bool = False) -> Dict:
     """Serve while a writer upserts: commit → visible per commit, executor memory before and after (all of it,
-    and what is not the memory cache, whose budget ``max_memory`` bounds)."""
+    and what is not the memory cache, whose budget ``max_memory`` bounds). ``new_keys``: half of each commit's
+    keys are new (beyond every key written), so a dynamic-bucket table adds buckets meanwhile."""
     from pypaimon import CatalogFactory
 
     local = tempfile.mkdtemp(prefix="paimon-tail-store-local-")
@@ -388,9 +413,14 @@ def upsert_phase(wh: str, scale: Scale, versions: np.ndarray, max_memory: str) -
         rng = np.random.default_rng(99)
         visible, wrong = [], 0
         probe = random.Random(3)
+        buckets_before = bucket_count(wh)
+        next_new = scale.rows
         for c in range(scale.commits):
             t_start = time.monotonic()
-            ids = np.unique(rng.integers(0, scale.rows, scale.upserts))
+            ids = np.unique(rng.integers(0, scale.rows, scale.upserts // 2 if new_keys else scale.upserts))
+            if new_keys:
+                ids = np.concatenate([ids, np.arange(next_new, next_new + scale.upserts // 2, dtype=np.int64)])
+                next_new += scale.upserts // 2
             version = int(versions.max()) + 1
             sid = commit_arrow(table, rows_of(ids, version, scale.compressible))
             committed = time.perf_counter()
@@ -407,6 +437,7 @@ def upsert_phase(wh: str, scale: Scale, versions: np.ndarray, max_memory: str) -
         wrong += check(r, sample, versions)
         out["visible_p50_s"] = round(pct(visible, 0.5), 3)
         out["visible_worst_s"] = round(max(visible), 3)
+        out["buckets_before"], out["buckets_after"] = buckets_before, bucket_count(wh)
         out["wrong"] = wrong
         time.sleep(2)
         out["anon_mb_after_commits"] = round(sum(anon_mb(p) for p in pids), 1)
@@ -456,7 +487,8 @@ def ratio(a, b) -> Optional[float]:
     return round(a / b, 2) if a and b else None
 
 
-def report(res: Dict) -> List[List[str]]:
+def report(res: Dict, echo: Dict) -> List[List[str]]:
+    """One kind's rows (``res``: its phases), against pyarrow, the echo floor and the tree before."""
     s, u, b = res["start"], res.get("upserts", {}), res.get("budget", {})
     tb = res["table_bytes"]
     rows = [
@@ -467,8 +499,8 @@ def report(res: Dict) -> List[List[str]]:
         ["local disk / table files", f"{s['local_disk_bytes'] / 2**20:.0f} MiB", f"{tb / 2**20:.0f} MiB",
          f"{ratio(s['local_disk_bytes'], tb)}x"],
         ["one key p50 / p99", f"{s['single']['p50_ms']} / {s['single']['p99_ms']} ms",
-         f"echo {res['echo']['p50_ms']} / {res['echo']['p99_ms']} ms",
-         f"{ratio(s['single']['p50_ms'], res['echo']['p50_ms'])}x / {ratio(s['single']['p99_ms'], res['echo']['p99_ms'])}x"],
+         f"echo {echo['p50_ms']} / {echo['p99_ms']} ms",
+         f"{ratio(s['single']['p50_ms'], echo['p50_ms'])}x / {ratio(s['single']['p99_ms'], echo['p99_ms'])}x"],
         ["10k-key batches", f"{s['batch_10k']['keys_per_s']:,} keys/s", "", ""],
     ]
     if "before" in res:
@@ -483,7 +515,9 @@ def report(res: Dict) -> List[List[str]]:
     if u:
         rest = [u["anon_mb_after_start"] - u["cache_mb_after_start"],
                 u["anon_mb_after_commits"] - u["cache_mb_after_commits"]]
-        rows += [["commit → visible p50 / worst", f"{u['visible_p50_s']} / {u['visible_worst_s']} s", "", ""],
+        added = u.get("buckets_after", 0) - u.get("buckets_before", 0)
+        rows += [["commit → visible p50 / worst", f"{u['visible_p50_s']} / {u['visible_worst_s']} s",
+                  f"{added} buckets added meanwhile" if added else "", ""],
                  [f"executors' anon memory: after commits / after start (--max-memory {u['max_memory']})",
                   f"{u['anon_mb_after_commits']} / {u['anon_mb_after_start']} MiB", "",
                   f"{ratio(u['anon_mb_after_commits'], u['anon_mb_after_start'])}x"],
@@ -501,10 +535,31 @@ def report(res: Dict) -> List[List[str]]:
     return rows
 
 
+def compare(fixed: Dict, dynamic: Dict) -> List[List[str]]:
+    """The dynamic-bucket table's figures against the fixed-bucket table's, same rows, same run."""
+    fs, ds = fixed["start"], dynamic["start"]
+    rows = [["dynamic vs fixed: spawn → 1,000 keys right", f"{ds['right_answers_s']} s", f"{fs['right_answers_s']} s",
+             f"{ratio(ds['right_answers_s'], fs['right_answers_s'])}x"],
+            ["dynamic vs fixed: one key p50", f"{ds['single']['p50_ms']} ms", f"{fs['single']['p50_ms']} ms",
+             f"{ratio(ds['single']['p50_ms'], fs['single']['p50_ms'])}x"],
+            ["dynamic vs fixed: 10k-key batches", f"{ds['batch_10k']['keys_per_s']:,} keys/s",
+             f"{fs['batch_10k']['keys_per_s']:,} keys/s",
+             f"{ratio(ds['batch_10k']['keys_per_s'], fs['batch_10k']['keys_per_s'])}x"],
+            ["dynamic vs fixed: executors' anon memory after start", f"{ds['executor_anon_mb']} MiB",
+             f"{fs['executor_anon_mb']} MiB", f"{ratio(ds['executor_anon_mb'], fs['executor_anon_mb'])}x"]]
+    du, fu = dynamic.get("upserts"), fixed.get("upserts")
+    if du and fu:
+        rows.append(["dynamic vs fixed: commit → visible p50 / worst", f"{du['visible_p50_s']} / "
+                     f"{du['visible_worst_s']} s", f"{fu['visible_p50_s']} / {fu['visible_worst_s']} s", ""])
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks store", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=list(SCALES), default="tiny")
+    ap.add_argument("--kind", choices=["both", *KINDS], default="both",
+                    help="fixed buckets, Paimon's default dynamic buckets, or both in one run [default: both]")
     ap.add_argument("--before", metavar="PATH", help="also start the source tree at PATH on the same table")
     ap.add_argument("--skip", action="append", default=[], choices=["upserts", "budget"])
     ap.add_argument("--max-memory", default=None, help="each executor's --max-memory in the upsert phase "
@@ -512,49 +567,69 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
     scale = SCALES[args.size]
+    kinds = KINDS if args.kind == "both" else (args.kind,)
     info = machine()
-    log(f"store benchmark {scale.name}: {scale.rows:,} rows; {info['cpus']} CPUs, load {loadavg():.2f}")
-    cached = scale_warehouse(scale)
-    wh = copy_warehouse(cached)
-    versions = np.zeros(scale.rows, dtype=np.int32)
-    res: Dict = {"benchmark": "store", "size": scale.name, "scale": dataclasses.asdict(scale), "machine": info}
+    log(f"store benchmark {scale.name}: {scale.rows:,} rows, {' and '.join(kinds)} buckets; {info['cpus']} CPUs, "
+        f"load {loadavg():.2f}")
+    res: Dict = {"benchmark": "store", "size": scale.name, "scale": dataclasses.asdict(scale), "machine": info,
+                 "kinds": {}}
+    res["echo"] = echo_floor(2000 if scale.name != "tiny" else 300)
     errors = 0
-    try:
-        res["table_bytes"] = data_bytes(wh)
-        seconds, decoded = pyarrow_read_all(wh)
-        res["pyarrow_read_s"], res["decoded_bytes"] = round(seconds, 2), decoded
-        res["echo"] = echo_floor(2000 if scale.name != "tiny" else 300)
-        log("start phase")
-        res["start"] = start_phase(wh, scale, versions, None)
-        errors += res["start"]["single"]["wrong"] + res["start"]["batch_10k"]["wrong"]
-        if args.before:
-            log(f"start phase, tree at {args.before}")
-            res["before"] = start_phase(wh, scale, versions, args.before)
-        if "upserts" not in args.skip:
-            log("upsert phase")
-            # a budget that binds (half of each executor's decoded share): the cache is full after the start and
-            # stays full, so what grows besides it is what the commits cost
-            budget = args.max_memory or str(max(64 << 20, int(res["decoded_bytes"] / 2 * 0.5)))
-            res["upserts"] = upsert_phase(wh, scale, versions, budget)
-            errors += res["upserts"]["wrong"]
-        if "budget" not in args.skip:
-            log("--max-disk phase")
-            recent = np.nonzero(versions == versions.max())[0] if versions.max() > 0 else np.arange(scale.rows // 20)
-            res["budget"] = budget_phase(wh, scale, versions, res["table_bytes"], recent)
-            errors += res["budget"]["warm_set"]["wrong"] + res["budget"]["whole_table"]["wrong"]
-    finally:
-        shutil.rmtree(wh, ignore_errors=True)
+    for n, kind in enumerate(kinds):
+        kr, wrong = run_kind(scale, kind, args, budget=n == 0)
+        res["kinds"][kind] = kr
+        errors += wrong
     res["wrong_answers"] = errors
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = Path(args.json) if args.json else RESULTS / f"store-{scale.name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(res, indent=1, default=str))
-    width = [max(len(r[i]) for r in report(res)) for i in range(4)]
-    print(f"\nquery service store, {scale.name}: {scale.rows:,} rows, {scale.buckets} buckets x {scale.files} files, "
-          f"2 executors; load {res['start']['load_start']} → {res['start']['load_end']}")
-    for r in [["what", "measured", "baseline", "ratio"]] + report(res):
-        print("  ".join(c.ljust(w) for c, w in zip(r, width)))
+    for kind, kr in res["kinds"].items():
+        table = report(kr, res["echo"])
+        if kind == "dynamic" and "fixed" in res["kinds"]:
+            table += compare(res["kinds"]["fixed"], kr)
+        width = [max(len(r[i]) for r in table + [["what", "measured", "baseline", "ratio"]]) for i in range(4)]
+        print(f"\nquery service store, {scale.name}, {kind} buckets: {scale.rows:,} rows, {scale.buckets} buckets x "
+              f"{scale.files} files, 2 executors; load {kr['start']['load_start']} → {kr['start']['load_end']}")
+        for r in [["what", "measured", "baseline", "ratio"]] + table:
+            print("  ".join(c.ljust(w) for c, w in zip(r, width)))
     print(f"wrong answers: {errors}; results in {path}")
     return 1 if errors else 0
+
+
+def run_kind(scale: Scale, kind: str, args, budget: bool):
+    """Every phase on the ``kind`` table; (its results, its wrong answers)."""
+    cached = scale_warehouse(scale, kind)
+    wh = copy_warehouse(cached)
+    versions = np.zeros(scale.rows + scale.commits * scale.upserts, dtype=np.int32)
+    res: Dict = {"kind": kind}
+    errors = 0
+    try:
+        res["table_bytes"] = data_bytes(wh)
+        res["buckets"] = bucket_count(wh)
+        seconds, decoded = pyarrow_read_all(wh)
+        res["pyarrow_read_s"], res["decoded_bytes"] = round(seconds, 2), decoded
+        log(f"{kind}: start phase")
+        res["start"] = start_phase(wh, scale, versions, None)
+        errors += res["start"]["single"]["wrong"] + res["start"]["batch_10k"]["wrong"]
+        if args.before:
+            log(f"{kind}: start phase, tree at {args.before}")
+            res["before"] = start_phase(wh, scale, versions, args.before)
+        if "upserts" not in args.skip:
+            log(f"{kind}: upsert phase")
+            # a budget that binds (half of each executor's decoded share): the cache is full after the start and
+            # stays full, so what grows besides it is what the commits cost
+            memory = args.max_memory or str(max(64 << 20, int(res["decoded_bytes"] / 2 * 0.5)))
+            res["upserts"] = upsert_phase(wh, scale, versions, memory, new_keys=kind == "dynamic")
+            errors += res["upserts"]["wrong"]
+        if budget and "budget" not in args.skip:
+            log(f"{kind}: --max-disk phase")
+            recent = np.nonzero(versions == versions.max())[0] if versions.max() > 0 else np.arange(scale.rows // 20)
+            recent = recent[recent < scale.rows]
+            res["budget"] = budget_phase(wh, scale, versions, res["table_bytes"], recent)
+            errors += res["budget"]["warm_set"]["wrong"] + res["budget"]["whole_table"]["wrong"]
+    finally:
+        shutil.rmtree(wh, ignore_errors=True)
+    return res, errors
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ committed to Paimon but not to Spark's commit log is not committed twice. Needs 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -58,6 +59,20 @@ def build_session(app: str = "paimon-spark-pipeline", master: Optional[str] = No
     return spark
 
 
+def default_warehouse(otherwise: str) -> str:
+    """The warehouse paimon-tail's commands would open without -w: PAIMON_WAREHOUSE, else the default named
+    catalog's, when it is a file-system catalog; else ``otherwise``."""
+    from paimon_tail.catalog import catalog_config
+
+    try:
+        options = catalog_config().options
+    except Exception:  # a broken catalogs.yaml: paimon-tail's commands say what is wrong with it
+        return otherwise
+    if options.get("metastore", "filesystem") != "filesystem":
+        return otherwise
+    return options.get("warehouse") or otherwise
+
+
 def add_session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", default=None, help="Spark master (default: $SPARK_MASTER or local[2])")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -83,19 +98,68 @@ def orders_changes(spark, rows_per_batch: int, orders: int):
     )
 
 
-def report_batch(progress: dict, table: str, warehouse: str) -> None:
-    """One line per micro-batch once it is committed: its changes and the Paimon snapshot they made."""
-    import paimon_tail
+def committed_snapshot(table, commit_user: str, batch_id: int, after: int = 0):
+    """The snapshot micro-batch ``batch_id`` committed, or None: paimon_tail's sink commits each micro-batch with
+    Paimon's commit identifier = its batch id, under the query's commit user (docs/spark.md). The table's latest
+    snapshot would not do: the next micro-batch may have committed already. Looks at the snapshots after
+    ``after``, the newest first."""
+    manager = table.snapshot_manager()
+    latest = manager.get_latest_snapshot()
+    sid = latest.id if latest is not None else 0
+    while sid > after:
+        ids = list(range(sid, max(after, sid - 32), -1))
+        found = manager.get_snapshots_batch(ids)
+        for i in ids:
+            snap = found.get(i)
+            if snap is not None and snap.commit_user == commit_user and snap.commit_identifier == batch_id:
+                return snap
+        sid = ids[-1] - 1
+    return None
 
-    latest = paimon_tail.open_table(table, warehouse=warehouse).snapshot_manager().get_latest_snapshot()
+
+def report_batch(number: int, progress: dict, table, commit_user: str, after: int) -> int:
+    """One line per micro-batch once it is committed (``number`` counts this run's from 1): its changes and the
+    Paimon snapshot it made. Returns that snapshot's id (or ``after``)."""
+    snap = committed_snapshot(table, commit_user, progress["batchId"], after)
     seconds = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
-    print(f"batch {progress['batchId']}: {progress['numInputRows']} changes committed in {seconds:.1f}s "
-          f"(snapshot {latest.id if latest else '-'} of {table})", flush=True)
+    made = f"snapshot {snap.id}" if snap is not None else "no snapshot: nothing to commit"
+    print(f"batch {number}: {progress['numInputRows']} changes committed in {seconds:.1f}s "
+          f"({made} of {table.identifier.get_full_name()})", flush=True)
+    return snap.id if snap is not None else after
+
+
+def stop_between_batches(query, spark, wait: float = 30.0) -> None:
+    """Stop once the sources are started and the running micro-batch (if any) is done, and without Spark's "WARN
+    DAGScheduler: Failed to cancel job group … Cannot find active jobs for it" (stopping a query cancels its job
+    group, and Spark warns when, as between micro-batches, it has no job running: nothing failed).
+
+    Stopping in the middle of a micro-batch cancels its tasks, and stopping while a Python source starts breaks
+    PySpark's offset runner mid-handshake, both reported at length (the batch is redone on the next start anyway).
+    """
+    deadline = time.monotonic() + wait
+    try:
+        while query.isActive and time.monotonic() < deadline and (
+                query.status["isTriggerActive"] or query.status["message"] == "Initializing sources"):
+            time.sleep(0.02)
+    except KeyboardInterrupt:
+        pass
+    _quiet_job_cancelling(spark)
+    query.stop()
+
+
+def _quiet_job_cancelling(spark) -> None:
+    """The DAGScheduler's warnings off (errors still shown) for the stop; a Spark Connect session has no JVM here."""
+    try:
+        log4j = spark._jvm.org.apache.logging.log4j
+        log4j.core.config.Configurator.setLevel("org.apache.spark.scheduler.DAGScheduler", log4j.Level.ERROR)
+    except Exception:
+        pass
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--warehouse", "-w", default=os.environ.get("PAIMON_WAREHOUSE", "/tmp/paimon-spark-wh"))
+    p.add_argument("--warehouse", "-w", default=default_warehouse("/tmp/paimon-spark-wh"),
+                   help="default: PAIMON_WAREHOUSE, else the default catalog's (docs/catalogs.md), else %(default)s")
     p.add_argument("--table", default="spark_demo.orders", help="the table written (created on the first batch)")
     p.add_argument("--checkpoint", default=None, help="default: <warehouse>/_checkpoints/<table>")
     p.add_argument("--rows-per-batch", type=int, default=200)
@@ -109,6 +173,8 @@ def main(argv=None) -> int:
         p.error("--rows-per-batch must not exceed --orders (an order would change twice in one micro-batch)")
     os.makedirs(args.warehouse, exist_ok=True)
     checkpoint = args.checkpoint or os.path.join(args.warehouse, "_checkpoints", args.table)
+    # the query's commit user, stable across restarts with this checkpoint: how its snapshots are found
+    commit_user = "spark-pipeline-" + hashlib.sha256(f"{checkpoint}\0{args.table}".encode()).hexdigest()[:16]
 
     spark = build_session(master=args.master, conf=args.conf)
     changes = orders_changes(spark, args.rows_per_batch, args.orders)
@@ -121,26 +187,41 @@ def main(argv=None) -> int:
         .option("bucket", str(args.buckets))
         .option("rowkind.field", "op")
         .option("checkpointLocation", checkpoint)
+        .option("commit.user", commit_user)
         .trigger(processingTime=args.trigger)
         .queryName("orders-to-paimon")
         .start(args.table)
     )
     print(f"writing {args.table} in {args.warehouse} (checkpoint {checkpoint}); follow it with:\n"
           f"  paimon-tail follow {args.table} -w {args.warehouse} --row-kind", flush=True)
-    reported = -1
+    import paimon_tail
+
+    table = None
+    reported, batches, last_snapshot = -1, 0, 0
+
+    def report_new() -> None:
+        nonlocal table, reported, batches, last_snapshot
+        for progress in query.recentProgress:
+            if progress["batchId"] > reported:
+                reported = progress["batchId"]
+                batches += 1
+                table = table or paimon_tail.open_table(args.table, warehouse=args.warehouse)
+                last_snapshot = report_batch(batches, progress, table, commit_user, last_snapshot)
+
     try:
         while query.isActive:
-            for progress in query.recentProgress:
-                if progress["batchId"] > reported:
-                    reported = progress["batchId"]
-                    report_batch(progress, args.table, args.warehouse)
-            if args.batches and reported + 1 >= args.batches:
+            report_new()
+            if args.batches and batches >= args.batches:
                 break
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
     finally:
-        query.stop()
+        stop_between_batches(query, spark)
+    try:
+        report_new()  # a batch that ran while the query was stopping between batches is committed: said too
+    except KeyboardInterrupt:
+        pass
     if query.exception() is not None:
         print(f"query failed: {query.exception()}", file=sys.stderr)
         return 1

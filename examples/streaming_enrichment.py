@@ -25,26 +25,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spark_pipeline import add_session_args, build_session  # noqa: E402
-
-
-def stop_between_batches(query, wait: float = 10.0) -> None:
-    """Stop once the sources are started and the running micro-batch (if any) is done: stopping in the middle
-    cancels its tasks, and stopping while a Python source starts breaks PySpark's offset runner mid-handshake,
-    both reported at length (the batch is redone on the next start anyway)."""
-    deadline = time.monotonic() + wait
-    try:
-        while query.isActive and time.monotonic() < deadline and (
-                query.status["isTriggerActive"] or query.status["message"] == "Initializing sources"):
-            time.sleep(0.1)
-    except KeyboardInterrupt:
-        pass
-    query.stop()
+from spark_pipeline import add_session_args, build_session, default_warehouse, stop_between_batches  # noqa: E402
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--warehouse", "-w", default=os.environ.get("PAIMON_WAREHOUSE", "paimon-tail-demo"))
+    p.add_argument("--warehouse", "-w", default=default_warehouse("paimon-tail-demo"),
+                   help="default: PAIMON_WAREHOUSE, else the default catalog's (docs/catalogs.md), else %(default)s")
     p.add_argument("--events", default="shop.events")
     p.add_argument("--orders", default="shop.orders", help="the served table (paimon-tail serve must run)")
     p.add_argument("--on", default="order_id", help="the events' column holding the order's key")
@@ -75,12 +62,12 @@ def main(argv=None) -> int:
             rows = df.collect()
             if not rows:
                 return
-            seen["batches"] += 1
+            seen["batches"] += 1  # this run's micro-batches with events, from 1 (Spark's ids go on from a checkpoint)
             found = [r for r in rows if r["status"] is not None]
             statuses = {}
             for r in found:
                 statuses[r["status"]] = statuses.get(r["status"], 0) + 1
-            print(f"batch {batch_id}: {len(rows)} events, {len(found)} with their order "
+            print(f"batch {seen['batches']}: {len(rows)} events, {len(found)} with their order "
                   f"(orders at snapshot {rows[0]['orders_at']}): "
                   + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())), flush=True)
             for r in rows[:3]:
@@ -107,7 +94,7 @@ def main(argv=None) -> int:
         except KeyboardInterrupt:
             pass
         finally:
-            stop_between_batches(query)
+            stop_between_batches(query, spark)
         if query.exception() is not None:
             print(f"query failed: {query.exception()}", file=sys.stderr)
             return 1

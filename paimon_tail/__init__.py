@@ -33,9 +33,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def follow_sync(table, options: "FollowOptions | None" = None, **kwargs: Any) -> Iterator["FollowBatch"]:
     """``follow`` for code that is not async: a blocking iterator of ``FollowBatch``."""
-    from .stream import Follower
+    from .stream import follow
 
-    return Follower(table, options, **kwargs).iter_sync()
+    return follow(table, options, **kwargs).iter_sync()
 
 
 def __getattr__(name: str) -> Any:

@@ -68,7 +68,7 @@ class Conflict(Exception):
 
 
 @contextlib.contextmanager
-def _locked(local: str):
+def locked(local: str):
     """An exclusive lock beside ``local``: ``flock`` on a file opened for this call, so it excludes other
     processes and other threads of this one alike (on NFS Linux maps it to the lock manager's byte-range locks)."""
     import fcntl
@@ -120,7 +120,7 @@ def replace_if(file_io, path: str, text: str, version) -> object:
     """
     local = local_path(path)
     if local is not None:
-        with _locked(local):
+        with locked(local):
             try:
                 with open(local, encoding="utf-8", errors="surrogateescape") as f:
                     current = f.read()
@@ -154,7 +154,7 @@ def remove_if(file_io, path: str, version) -> None:
     """Delete ``path`` if it is still at ``version`` (best effort on stores without conditional deletes)."""
     local = local_path(path)
     if local is not None:
-        with _locked(local):
+        with locked(local):
             try:
                 with open(local, encoding="utf-8", errors="surrogateescape") as f:
                     if f.read() != version:

@@ -1,8 +1,9 @@
-"""Warehouse, catalog options and config file → a pypaimon catalog and table.
+"""Warehouse, catalog options, config file and named catalogs → a pypaimon catalog and table.
 
 The config file has the same flat YAML form as pypaimon's own CLI (``paimon.yaml``): ``warehouse``,
-``metastore`` (filesystem | rest | jdbc) and any other catalog option. Precedence, highest first: ``-O`` options,
-``--warehouse`` / ``PAIMON_WAREHOUSE``, the config file.
+``metastore`` (filesystem | rest | jdbc) and any other catalog option; a named catalog (``catalogs.py``) holds
+the same keys. Precedence: the command's flags, then the environment, then the user's default catalog
+(``catalog_config``).
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ class CatalogConfig:
     """Everything needed to open a catalog again (in another process, thread or Spark task)."""
 
     options: Mapping[str, str] = field(default_factory=dict)
+    # where the options came from, for messages and hints: "-w", "PAIMON_WAREHOUSE", "catalog demo", ...
+    source: str = field(default="", compare=False)
 
     @property
     def warehouse(self) -> str | None:
@@ -40,7 +43,15 @@ class CatalogConfig:
         warehouse = self.warehouse
         if not warehouse or "://" in warehouse or os.path.isabs(warehouse):
             return self
-        return CatalogConfig({**self.options, "warehouse": os.path.abspath(warehouse)})
+        return CatalogConfig({**self.options, "warehouse": os.path.abspath(warehouse)}, self.source)
+
+    def read_options(self) -> tuple:
+        """(these options without Paimon's table read options ``-O`` may carry (``READ_OPTIONS``), those
+        options): a follow applies the latter to the tables it reads, the catalog never sees them."""
+        read = {k: v for k, v in self.options.items() if k in READ_OPTIONS}
+        if not read:
+            return self, {}
+        return CatalogConfig({k: v for k, v in self.options.items() if k not in READ_OPTIONS}), read
 
     def open(self):
         """Open the pypaimon catalog these options describe."""
@@ -54,7 +65,7 @@ class CatalogConfig:
         if metastore == "filesystem":
             warehouse = options.get("warehouse")
             if not warehouse:
-                raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")
+                raise UsageError("no warehouse given", hint=NO_WAREHOUSE_HINT)
             check_local_dir(warehouse, "warehouse")
         try:
             catalog = CatalogFactory.create(options)
@@ -170,21 +181,57 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
+NO_WAREHOUSE_HINT = "pass -w PATH or --catalog NAME, or set PAIMON_WAREHOUSE: docs/catalogs.md"
+
+
 def catalog_config(
     warehouse: str | None = None,
     options: Sequence[str] | Mapping[str, str] = (),
     config_file: str | None = None,
+    catalog: str | None = None,
 ) -> CatalogConfig:
-    """Merge the three sources of catalog options."""
+    """The catalog a command opens: what its flags say, else what the environment says, else the user's default
+    catalog (``catalogs.py``); flags, highest first: ``-O key=value``, ``--warehouse``, ``--config FILE`` or
+    ``--catalog NAME``.
+
+    ``PAIMON_WAREHOUSE`` is left aside when ``--warehouse``, ``--config`` or ``--catalog`` is given, and the
+    default catalog also when ``PAIMON_WAREHOUSE`` is set or ``-O metastore=...`` names a catalog of another
+    kind. Otherwise ``-O`` adds to (or overrides keys of) the catalog in effect: ``-O s3.endpoint=...``.
+    """
+    given = dict(options) if isinstance(options, Mapping) else check_option_names(parse_options(options), "-O")
+    if config_file and catalog:
+        raise UsageError("--config and --catalog go one at a time")
     merged: dict[str, str] = {}
+    source = ""
+    env = os.environ.get("PAIMON_WAREHOUSE")
     if config_file:
         merged.update(check_option_names(load_config_file(config_file), f"config file {config_file}"))
-    warehouse = warehouse or os.environ.get("PAIMON_WAREHOUSE")
-    if warehouse:
-        merged["warehouse"] = warehouse
-    merged.update(options if isinstance(options, Mapping) else check_option_names(parse_options(options), "-O"))
-    return CatalogConfig(merged)
+        source = f"--config {config_file}"
+    elif catalog:
+        from . import catalogs
 
+        named = catalogs.load()
+        merged.update(check_option_names(named.get(catalog), f"catalog {catalog} of {named.path}"))
+        source = f"catalog {catalog}"
+    elif not warehouse and env:
+        merged["warehouse"], source = env, "PAIMON_WAREHOUSE"
+    elif not warehouse and "metastore" not in given:
+        from . import catalogs
+
+        named = catalogs.load()
+        default = named.default_options()
+        if default is not None:
+            merged.update(check_option_names(default, f"catalog {named.default} of {named.path}"))
+            source = f"default catalog {named.default}"
+    if warehouse:
+        merged["warehouse"], source = warehouse, source or "--warehouse"
+    merged.update(given)
+    return CatalogConfig(merged, source or ("-O" if given else ""))
+
+
+# Paimon table options of a streaming read that ``-O`` may give for the tables a follow reads (as a Flink or Spark
+# job passes them as dynamic options); pypaimon declares none of them.
+READ_OPTIONS = ("streaming-read-overwrite",)
 
 # Option families pypaimon (and the file systems under it) read by prefix; any key under them is passed on.
 _OPTION_PREFIXES = ("fs.", "dfs.", "hadoop.", "ipc.", "io.", "hdfs.", "s3.", "oss.", "gcs.", "dlf.", "jdbc.",
@@ -201,7 +248,7 @@ def check_option_names(options: dict[str, str], source: str) -> dict[str, str]:
         if key in known:
             _check_option_value(known[key], key, options[key], source)
             continue
-        if key.startswith(_OPTION_PREFIXES):
+        if key in READ_OPTIONS or key.startswith(_OPTION_PREFIXES):
             continue
         import difflib
 
@@ -243,8 +290,93 @@ def split_identifier(identifier: str) -> tuple[str, str]:
     return db, table
 
 
+# -- names: branches and system tables ---------------------------------------------------------------------------
+#: system tables a follow reads as they change (``stream/system.py``); the others pypaimon 2.1 builds are read once
+STREAMED_SYSTEM_TABLES = ("audit_log", "binlog", "snapshots")
+#: system tables Paimon defines that pypaimon 2.1 cannot build, and what to use instead
+UNREADABLE_SYSTEM_TABLES = {
+    "ro": "--from compacted-full reads the table as of its latest compaction",
+    "read_optimized": "--from compacted-full reads the table as of its latest compaction",
+    "statistics": "", "aggregation_fields": "", "row_tracking": "", "file_monitor": "",
+    "all_table_options": "", "catalog_options": "", "all_partitions": "", "all_tables": "",
+    "table_lineage": "", "source_table_lineage": "", "sink_table_lineage": "",
+}
+
+
+@dataclass(frozen=True)
+class TableName:
+    """``TABLE``, ``TABLE$branch_NAME``, ``TABLE$SYSTEM`` or ``TABLE$branch_NAME$SYSTEM`` (Paimon's names)."""
+
+    database: str
+    table: str
+    branch: str | None = None
+    system: str | None = None
+
+    @classmethod
+    def parse(cls, identifier: str) -> "TableName":
+        database, obj = split_identifier(identifier)
+        parts = obj.split("$")
+        table, branch, system = parts[0], None, None
+        rest = parts[1:]
+        if rest and rest[0].startswith("branch_"):
+            branch = rest.pop(0)[len("branch_"):]
+            if not branch:
+                raise UsageError(f"table {identifier!r}: $branch_ needs a branch name")
+        if rest:
+            system = rest.pop(0).lower()
+        if rest or not table:
+            raise UsageError(f"table {identifier!r} is not of the form DATABASE.TABLE[$branch_NAME][$SYSTEM_TABLE]")
+        return cls(database, table, branch, system)
+
+    @property
+    def base(self) -> str:
+        """``db.table`` with the branch, without the system table."""
+        return f"{self.database}.{self.table}" + (f"$branch_{self.branch}" if self.branch else "")
+
+    def check_system(self, readable) -> None:
+        """Refuse a system table that cannot be read, in one line that says why."""
+        name = self.system
+        if name is None or name in STREAMED_SYSTEM_TABLES or name in readable:
+            return
+        if name in UNREADABLE_SYSTEM_TABLES:
+            instead = UNREADABLE_SYSTEM_TABLES[name]
+            raise UsageError(f"{self.base}${name}: pypaimon 2.1 cannot read the {name} system table",
+                             hint=instead or None)
+        known = sorted(set(STREAMED_SYSTEM_TABLES) | set(readable))
+        raise UsageError(f"{self.base}${name}: Paimon has no system table {name}", hint=f"system tables: "
+                         f"{', '.join(known)}; a branch is $branch_NAME")
+
+
+@dataclass(frozen=True)
+class SystemView:
+    """A system table read from its table's data (``$audit_log``, ``$binlog``) or snapshots (``$snapshots``):
+    ``base`` is the pypaimon table (of the branch named), ``name`` the system table."""
+
+    base: Any
+    name: str
+
+    @property
+    def identifier(self):
+        from pypaimon.common.identifier import Identifier
+
+        ident = self.base.identifier
+        return Identifier.create(ident.get_database_name(), ident.get_table_name(), branch=ident.get_branch_name(),
+                                 system_table=self.name)
+
+
+def pypaimon_system_tables() -> tuple:
+    """The system tables pypaimon 2.1 builds (read once by ``follow``)."""
+    from pypaimon.table.system.system_table_loader import SYSTEM_TABLES
+
+    return tuple(SYSTEM_TABLES)
+
+
 def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kwargs: Any):
-    """Open ``db.table``; ``catalog`` is a CatalogConfig, a pypaimon catalog, or None (then kwargs build one).
+    """Open ``db.table`` (also ``db.table$branch_NAME`` and system tables: ``db.table$snapshots``, ...);
+    ``catalog`` is a CatalogConfig, a pypaimon catalog, or None (then kwargs build one).
+
+    A streamed system table comes as a ``SystemView`` (``$snapshots`` and the others pypaimon builds: pypaimon's
+    system table); a missing table, branch or system table is named in a ``TableNotFound`` or ``UsageError``.
 
     >>> open_table("shop.orders", warehouse="/tmp/warehouse")  # doctest: +SKIP
     """
@@ -253,36 +385,80 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
     from . import compat
 
     compat.install()
-    split_identifier(identifier)
+    name = TableName.parse(identifier)
+    if name.system is not None:
+        name.check_system(pypaimon_system_tables())
     if catalog is None:
         catalog = catalog_config(**kwargs)
     cat = catalog.open() if isinstance(catalog, CatalogConfig) else catalog
     try:
+        if name.system in STREAMED_SYSTEM_TABLES:
+            return SystemView(cat.get_table(name.base), name.system)
         return cat.get_table(identifier)
     except DatabaseNotExistException:
         _check_bucket(cat)  # on an object store: the bucket, credentials or endpoint may be to blame
         database = identifier.split('.')[0]
         raise TableNotFound(f"database {database} does not exist",
-                            hint=_did_you_mean(database, lambda: cat.list_databases())) from None
+                            hint=did_you_mean(database, lambda: cat.list_databases())) from None
     except TableNotExistException:
         _check_bucket(cat)
-        database = identifier.split(".")[0]
-        _check_table_dirs(cat, identifier)
+        database = name.database
+        plain = f"{database}.{name.table}"
+        _check_table_dirs(cat, plain)
         try:
             cat.get_database(database)
         except DatabaseNotExistException:
             raise TableNotFound(f"database {database} does not exist",
-                                hint=_did_you_mean(database, lambda: cat.list_databases())) from None
+                                hint=did_you_mean(database, lambda: cat.list_databases())) from None
         except Exception:
             pass
-        hint = _did_you_mean(identifier.split(".")[1], lambda: cat.list_tables(database))
-        raise TableNotFound(f"table {identifier} does not exist",
+        if name.branch is not None:
+            _check_branch(cat, name)
+        hint = did_you_mean(name.table, lambda: cat.list_tables(database))
+        raise TableNotFound(f"table {plain} does not exist",
                             hint=hint and hint.replace("did you mean ", f"did you mean {database}.")) from None
+    except ValueError as e:  # pypaimon refuses the name itself
+        raise UsageError(f"table {identifier!r}: {_one_line(e)}") from None
     except Exception as e:
         raise _storage_error(e, f"cannot open table {identifier}", getattr(cat, "file_io", None)) from e
 
 
-def _did_you_mean(name: str, names) -> str | None:
+def check_qualified(identifiers: Sequence[str], catalog: CatalogConfig | Any) -> None:
+    """A table named without its database (``follow orders``): a usage error that names the tables of that name
+    in the catalog's databases ("did you mean shop.orders?"), listed only then."""
+    for identifier in identifiers:
+        if "." in identifier or not identifier or set("*?[") & set(identifier):
+            continue  # a glob without its database is refused where globs are read (stream/tables.py)
+        found: list = []
+        try:
+            cat = catalog.open() if isinstance(catalog, CatalogConfig) else catalog
+            for database in sorted(cat.list_databases()):
+                if identifier in cat.list_tables(database):
+                    found.append(f"{database}.{identifier}")
+        except Exception:  # the suggestion is best effort; the error stands without it
+            pass
+        raise UsageError(f"table {identifier!r} is not of the form DATABASE.TABLE",
+                         hint=f"did you mean {' or '.join(found)}?" if found else None)
+
+
+def _check_branch(catalog, name: TableName) -> None:
+    """The table is there but not the branch: say so, with the branches there are."""
+    from pypaimon.catalog.catalog_exception import TableNotExistException
+
+    try:
+        table = catalog.get_table(f"{name.database}.{name.table}")
+    except TableNotExistException:
+        return  # the table itself is missing: said by the caller
+    try:
+        branches = sorted(table.branch_manager().branches())
+    except Exception:
+        branches = []
+    hint = did_you_mean(name.branch, lambda: branches) or \
+        (f"branches: {', '.join(branches)}" if branches else "the table has no branch")
+    raise TableNotFound(f"branch {name.branch} of {name.database}.{name.table} does not exist", hint=hint) from None
+
+
+def did_you_mean(name: str, names) -> str | None:
     """'did you mean orders?' for a name close to one that exists (a typo), else None; listing is best effort."""
     import difflib
 
@@ -336,8 +512,12 @@ class TableRef:
 
     @classmethod
     def of(cls, table) -> "TableRef":
+        """The table's name as it was opened (``t$branch_dev``, ``t$audit_log``: Paimon's object name)."""
         ident = table.identifier
-        return cls(ident.get_database_name(), ident.get_table_name(), tuple(table.primary_keys or ()))
+        name = ident.get_object_name() if hasattr(ident, "get_object_name") else ident.get_table_name()
+        keys = getattr(table, "primary_keys", None)
+        keys = () if isinstance(table, SystemView) or callable(keys) else tuple(keys or ())
+        return cls(ident.get_database_name(), name, keys)
 
 
 def table_name(table) -> str:
@@ -353,7 +533,7 @@ def reload_table(table):
     from .errors import TableChanged
 
     try:
-        schema = SchemaManager(table.file_io, table.table_path).latest()
+        schema = SchemaManager(table.file_io, table.table_path, branch=table.current_branch()).latest()
     except Exception as e:
         raise TableChanged(f"table {table_name(table)} cannot be reloaded: {_one_line(e)}") from e
     if schema is None:

@@ -144,25 +144,32 @@ class DemoWriter:
             self._thread.join()
 
 
-def compact(table) -> None:
-    """Rewrite ``table`` as one file per bucket, with its manifests folded into one.
+def compact(table) -> bool:
+    """Rewrite ``table`` as one file per bucket, with its manifests folded into one, as a COMPACT snapshot.
 
-    The rows the table holds are written again as an OVERWRITE commit. Streaming readers skip OVERWRITE
-    snapshots (pypaimon's and Paimon's delta follow-up scan read APPEND snapshots only), so followers see no
-    change, as with a COMPACT snapshot; a full read and the query service see the same rows in fewer files.
-    pypaimon's commit makes the new snapshot's base manifest list from every manifest of the latest one; here it
-    gets one manifest with the live files instead (what Paimon's manifest full compaction writes), through the
-    commit's own manifest writer (``compat/folded_manifests.py``).
+    The rows the table holds are written again and committed as Paimon commits a full compaction: a COMPACT
+    snapshot that removes every file and adds the new ones (a primary-key table's at its highest level), which
+    streaming readers rightly skip (the rows were there already); a full read and the query service see the same
+    rows in fewer files. pypaimon's commit makes the new snapshot's base manifest list from every manifest of the
+    latest one; here it gets one manifest with the live files instead (what Paimon's manifest full compaction
+    writes). Both through the commit's own parts (``compat/folded_manifests.py``). False when another commit came
+    in between (nothing is committed; the next round compacts).
     """
-    from .compat.folded_manifests import commit_folded
+    from .compat.folded_manifests import commit_compacted
+    from .stream.planner import num_levels
 
-    read = table.new_read_builder()
+    base = table.snapshot_manager().get_latest_snapshot()
+    if base is None:
+        return False
+    at = table.copy({"scan.snapshot-id": str(base.id)})
+    read = at.new_read_builder()
     data = read.new_read().to_arrow(read.new_scan().plan().splits())
-    builder = table.new_batch_write_builder().overwrite()
+    builder = table.new_batch_write_builder()
     write, commit = builder.new_write(), builder.new_commit()
     try:
         write.write_arrow(data)
-        commit_folded(commit, write.prepare_commit())
+        top = num_levels(table) - 1 if table.is_primary_key_table else 0
+        return commit_compacted(commit, write.prepare_commit(), base, top)
     finally:
         write.close()
         commit.close()

@@ -43,10 +43,22 @@ def _notices(follower: Union[Follower, MultiFollower], item: FollowBatch, report
 
 async def tail(follower: Union[Follower, MultiFollower], renderer: Renderer, max_rows: Optional[int] = None,
                status: Optional[TextIO] = None, status_interval: float = 1.0,
-               notice: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)) -> int:
-    """Write everything ``follower`` (one table or several) yields to ``renderer``; returns the rows written."""
+               notice: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
+               last: Optional[int] = None) -> int:
+    """Write everything ``follower`` (one table or several) yields to ``renderer``; returns the rows written.
+
+    ``max_rows``: stop after that many rows (``-c``); ``last``: of the follower's backlog, only its last rows
+    (``-n``, ``stream/last.py``)."""
     written = 0
     reported: Dict[str, List[int]] = {}
+    to_stderr = notice
+
+    def notice(message: str) -> None:  # above a view on the terminal (its footer kept whole), else on stderr
+        if not renderer.notice(message):
+            to_stderr(message)
+
+    # said as the follow reaches them: an overwrite skipped comes after the rows of the snapshots before it
+    follower.on_notice = lambda message: notice(f"paimon-tail: {message}")
     ticker = None
     if status is not None:
         from .output.status import StatusLine
@@ -62,7 +74,12 @@ async def tail(follower: Union[Follower, MultiFollower], renderer: Renderer, max
     start = getattr(renderer, "start", None)  # the live table shows its footer before the first row
     if start is not None:
         start()
-    agen = follower.__aiter__()
+    if last is not None:
+        from .stream.last import LastRows
+
+        agen = LastRows(follower, last).__aiter__()
+    else:
+        agen = follower.__aiter__()
     offload = getattr(renderer, "thread_safe", False)
     loop = asyncio.get_running_loop()
     executor = None

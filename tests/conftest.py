@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Iterable, List, Optional
@@ -16,6 +17,20 @@ APPEND = pa.schema([("id", pa.int64()), ("writer", pa.string()), ("n", pa.int32(
 # Spark picks the first non-loopback interface for its own address when the host name resolves to loopback (its
 # "using 192.0.2.2 instead" warning): tests keep every Spark JVM and Python worker on 127.0.0.1.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+# The user's named catalogs (catalogs.yaml in ~/.config/paimon-tail) are not the tests': the run, and every process
+# it starts, has a config directory of its own, and each test a fresh one (``config_home``), so a demo that
+# registers its warehouse as the default catalog in one test is not the default of the next.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="paimon-tail-config-")
+
+
+@pytest.fixture(autouse=True)
+def config_home(tmp_path_factory, monkeypatch) -> str:
+    """This test's config directory (``$XDG_CONFIG_HOME``): empty, no named catalogs."""
+    path = str(tmp_path_factory.mktemp("config"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", path)
+    return path
+
 
 ORDERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("status", pa.string()),
                     ("amount", pa.decimal128(10, 2)), ("op", pa.string())])
@@ -157,12 +172,22 @@ def demo_dir(tmp_path):
         os.kill(pid, signal.SIGKILL)
 
 
+_BASETEMP: List[str] = []  # this run's temporary root (other runs on the machine have their own)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remember_basetemp(tmp_path_factory):
+    _BASETEMP.append(str(tmp_path_factory.getbasetemp()))
+    yield
+
+
 def pytest_sessionfinish(session, exitstatus) -> None:
     """A demo writer keeps committing until ``demo --stop`` (by design): a test that starts one stops it (the
-    ``demo_dir`` fixture). One still running at the end of the run is a test's leak: killed, and the run fails."""
-    import tempfile
-
-    leaked = writers_of(os.path.join(tempfile.gettempdir(), "pytest-of-"), prefix=True)
+    ``demo_dir`` fixture). One still running at the end of the run is a test's leak: killed, and the run fails.
+    Only this run's: a writer under another run's temporary root belongs to that run."""
+    if not _BASETEMP:
+        return
+    leaked = writers_of(os.path.join(_BASETEMP[0], ""), prefix=True)
     for pid in leaked:
         try:
             os.kill(pid, signal.SIGKILL)

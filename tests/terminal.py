@@ -21,6 +21,9 @@ class Terminal:
                  env: Optional[Dict[str, str]] = None, python: bool = True) -> None:
         e = {"TERM": "xterm-256color", "LANG": "C.UTF-8", "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
              "HOME": os.environ.get("HOME", "/tmp")}
+        for name in ("XDG_CONFIG_HOME", "PYTHONPATH"):  # the test's named catalogs (conftest.py), the code tested
+            if name in os.environ:
+                e[name] = os.environ[name]
         e.update(env or {})
         e.pop("COLUMNS", None)
         e.pop("LINES", None)

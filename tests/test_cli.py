@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from .conftest import CLI, append_rows, run_cli, start_cli
+from .terminal import Terminal
 
 
 @pytest.fixture
@@ -120,8 +121,9 @@ def test_stats_show_the_real_latest_while_catching_up(wh):
 
 
 def test_max_rows_and_until(log):
-    out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-n", "7"])
-    assert out.returncode == 0 and len(out.stdout.splitlines()) == 7
+    for count in (["-c", "7"], ["--max-rows", "7"]):  # kcat's -c; --max-rows: its name before -n was --last
+        out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", *count])
+        assert out.returncode == 0 and len(out.stdout.splitlines()) == 7
     out = run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "--until", "snapshot:2"])
     assert sorted({json.loads(line)["n"] for line in out.stdout.splitlines()}) == [0, 1]
 
@@ -137,7 +139,8 @@ def test_where_twice_means_both(log):
 def test_consumers_command(log):
     assert run_cli(["follow", "db.log", "-w", log.path, "--from", "earliest", "-e", "--consumer-id", "a"]).returncode == 0
     listing = run_cli(["consumers", "db.log", "-w", log.path])
-    assert json.loads(listing.stdout) == {"consumer": "a", "next_snapshot": 6, "behind": 0}
+    assert json.loads(listing.stdout) == {"consumer": "a", "next_snapshot": 6, "behind": 0,
+                                          "holds_back_expiry": False}
     assert run_cli(["consumers", "db.log", "-w", log.path, "--reset", "a", "--to", "4"]).returncode == 0
     out = run_cli(["follow", "db.log", "-w", log.path, "-e", "--consumer-id", "a"])
     assert sorted({json.loads(line)["n"] for line in out.stdout.splitlines()}) == [3, 4]
@@ -288,7 +291,7 @@ def test_demo_hints_run_as_printed(demo_dir, on_path):
     assert len(hints) == 1
     script = os.path.join(bin_dir, "paimon-tail")
     programs = ["paimon-tail"] if on_path else [shlex.quote(script), shlex.quote(os.path.relpath(script))]
-    assert any(hints[0].startswith(f"{p} follow shop.orders -w ") for p in programs), hints
+    assert any(hints[0] == f"{p} follow shop.orders --consumer-id me --nl | head -5" for p in programs), hints
     ran = subprocess.run(["bash", "-c", hints[0]], capture_output=True, env=env, timeout=60)
     assert ran.returncode == 0 and len(ran.stdout.splitlines()) == 5, ran.stderr
 
@@ -313,7 +316,7 @@ def test_demo_stays_healthy(tmp_path):
     writer.compact()
 
     snap = orders.snapshot_manager().get_latest_snapshot()
-    assert snap.id == latest + 1 and snap.commit_kind == "OVERWRITE"
+    assert snap.id == latest + 1 and snap.commit_kind == "COMPACT"
     assert len(ManifestListManager(orders).read_all(snap)) == 2
     splits = orders.new_read_builder().new_scan().plan().splits()
     assert sorted(s.bucket for s in splits) == [0, 1, 2, 3] and all(len(s.files) == 1 for s in splits)
@@ -321,6 +324,10 @@ def test_demo_stays_healthy(tmp_path):
     assert sorted(run_cli(["follow", "shop.orders", "-w", wh, "-e"]).stdout.splitlines()) == \
         sorted(table_before.stdout.splitlines())
     after = run_cli(["follow", "shop.orders", "-w", wh, "-e", "--from", f"snapshot:{snap.id}"])
+    assert after.returncode == 0 and after.stdout == b"" and b"OVERWRITE" not in after.stderr
+    # not an overwrite: reading overwrites reads nothing more
+    after = run_cli(["follow", "shop.orders", "-w", wh, "-e", "--from", f"snapshot:{snap.id}",
+                     "-O", "streaming-read-overwrite=true"])
     assert after.returncode == 0 and after.stdout == b""
     # expired: the newest 25 orders snapshots are kept; events keep what consumer "late" still has to read
     assert orders.snapshot_manager().try_get_earliest_snapshot().id == snap.id - 24
@@ -331,7 +338,7 @@ def test_demo_stays_healthy(tmp_path):
     writer.compact_every = 5
     for _ in range(5):
         writer.step()
-    assert orders.snapshot_manager().get_latest_snapshot().commit_kind == "OVERWRITE"
+    assert orders.snapshot_manager().get_latest_snapshot().commit_kind == "COMPACT"
 
 
 def test_where_reads_bare_words_as_columns_and_double_equals_as_equals(log):
@@ -427,3 +434,44 @@ def test_stats_line_on_an_idle_table(wh):
     assert out == b"" and not any("None" in line for line in lines), lines
     assert all(re.search(r"\] snapshot - \(waiting for 3\) latest 2 lag 0 \(0\.0s\) rows 0 \(0/s\) ", line)
                for line in lines), lines
+
+
+def test_json_is_jsonl(log):
+    """-f json (what jq, kcat and psql users type) is JSON lines."""
+    args = ["follow", "db.log", "-w", log.path, "--from", "earliest", "-e"]
+    jsonl, json_ = run_cli(args + ["-f", "jsonl"]), run_cli(args + ["-f", "json"])
+    assert json_.returncode == 0 and json_.stdout == jsonl.stdout and len(jsonl.stdout.splitlines()) == 20
+    other = run_cli(args + ["-f", "yaml"])
+    assert other.returncode == 2 and "'json'" in other.stderr.decode() and "'jsonl'" in other.stderr.decode()
+
+
+def test_top_level_help_fits_80_columns():
+    out = run_cli(["--help"], env={"COLUMNS": "80"})
+    assert out.returncode == 0 and max(len(line) for line in out.stdout.decode().splitlines()) <= 80, out.stdout
+    assert b"130 interrupted" in b" ".join(out.stdout.split())
+
+
+def test_consumers_says_which_one_holds_back_expiry(wh):
+    """An idle consumer keeps every snapshot from its position on (expiration honours consumers: the demo had 476
+    snapshots against ~150): consumers marks it, says how many snapshots it holds, and how to let them go."""
+    from paimon_tail.expire import expire_snapshots
+
+    wh.create("log")
+    for c in range(10):
+        wh.commit("log", append_rows(c, 2))
+    from paimon_tail.stream import ConsumerStore
+
+    for consumer, position in (("idle", 3), ("busy", 11)):
+        ConsumerStore(wh.table("log")).reset(consumer, position)
+    expire_snapshots(wh.table("log"), 2)
+    assert wh.table("log").snapshot_manager().try_get_earliest_snapshot().id == 3  # held by "idle"
+    piped = run_cli(["consumers", "db.log", "-w", wh.path])
+    assert [json.loads(line) for line in piped.stdout.splitlines()] == [
+        {"consumer": "busy", "next_snapshot": 11, "behind": 0, "holds_back_expiry": False},
+        {"consumer": "idle", "next_snapshot": 3, "behind": 8, "holds_back_expiry": True}]
+    with Terminal(["consumers", "db.log", "-w", wh.path], 80, 24) as t:
+        assert t.wait_exit() == 0
+        screen = " ".join(t.screen().split())
+    assert "idle * │ 3" in screen and "busy │ 11" in screen, screen
+    assert "* holds back snapshot expiry: 8 snapshots are kept (3..10)" in screen, screen
+    assert f"paimon-tail consumers db.log --delete idle" in screen, screen

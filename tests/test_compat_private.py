@@ -76,7 +76,10 @@ def test_consumer_files_where_paimon_keeps_them(wh):
     assert os.path.exists(consumer_path(manager, "app-1").replace("file://", ""))
 
 
-def test_folded_commit_leaves_one_base_manifest(wh):
+def test_compaction_commit_is_compact_with_one_base_manifest(wh):
+    """The demo's compaction: a COMPACT snapshot (not an OVERWRITE: no streaming reader reads it, with or without
+    streaming-read-overwrite) that removes every live file, adds one per bucket at the top level, and starts from
+    one folded manifest; the same rows."""
     from paimon_tail.demo import compact
 
     wh.create("f", PK, primary_keys=["id"], options={"bucket": "1"})
@@ -88,9 +91,26 @@ def test_folded_commit_leaves_one_base_manifest(wh):
 
     lists = ManifestListManager(table)
     assert len(lists.read_all(before)) > 1
-    compact(table)
+    assert compact(table)
     table = wh.table("f")
     after = table.snapshot_manager().get_latest_snapshot()
-    assert after.id == before.id + 1 and after.commit_kind == "OVERWRITE"
+    assert after.id == before.id + 1 and after.commit_kind == "COMPACT"
     assert len(lists.read_base(after)) == 1  # folded: one manifest of the live files
     assert sorted(r["v"] for r in wh.batch_rows("f")) == ["x0", "x1", "x2", "x3"]
+    splits = table.new_read_builder().new_scan().plan().splits()
+    assert [f.level for s in splits for f in s.files] == [5]  # Paimon's full compaction: the highest level
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+
+    delta = [e for m in lists.read_delta(after) for e in ManifestFileManager(table).read(m.file_name)]
+    assert sorted(e.kind for e in delta) == [0] + [1] * 4  # every file of the snapshot read replaced by one
+    # another commit after the snapshot it read: nothing committed
+    wh.commit("f", [{"id": 9, "v": "x9"}])
+    stale = wh.table("f").snapshot_manager().get_latest_snapshot()
+    from paimon_tail.compat.folded_manifests import commit_compacted
+
+    builder = table.new_batch_write_builder()
+    write, commit = builder.new_write(), builder.new_commit()
+    write.write_arrow(pa.Table.from_pylist([{"id": 1, "v": "x1"}], schema=PK))
+    assert commit_compacted(commit, write.prepare_commit(), after) is False
+    write.close(), commit.close()
+    assert wh.table("f").snapshot_manager().get_latest_snapshot().id == stale.id

@@ -3,13 +3,16 @@ found through the pid file it keeps locked in the warehouse) until ``demo --stop
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 
+import pytest
+
 from .conftest import CLI, run_cli, writers_of
-from .terminal import Terminal
+from .terminal import Terminal, widest_line
 
 
 def latest(warehouse: str, table: str = "shop.orders") -> int:
@@ -137,3 +140,60 @@ def test_demo_piped_for_a_while(demo_dir):
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(b'{"_table"') and writers_of(demo_dir)
     assert sys.executable in out.stderr.decode()  # the hints use the program as it was started
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_the_demo_fits_the_terminal_and_its_hints_need_no_warehouse(tmp_path, config_home, size):
+    """On 80×24 (and 200×50): the intro on top, wrapped between words; both tables with rows (the shop.events
+    section was a header and '...'); no op column next to _row_kind; every line within the width. After Ctrl-C,
+    hints without -w (the demo made its warehouse the default catalog) that fit 80 columns, and a new shell (no
+    PAIMON_WAREHOUSE, another directory) reads the demo's tables."""
+    columns, lines = size
+    program = os.path.join(os.path.dirname(sys.executable), "paimon-tail")
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    home = tmp_path / "clone"
+    home.mkdir()
+    try:
+        with Terminal([program, "demo", "--interval", "0.3"], columns, lines, cwd=str(home), env=env,
+                      python=False) as t:
+            screen = t.wait_for(r"(?s)shop\.orders · snapshot.*│ \d+ .*shop\.events · snapshot")
+            time.sleep(1.5)
+            t.wait_for(r"(?s)shop\.orders · snapshot.*│ \d+ .*shop\.events · snapshot")
+            screen = t.screen()
+            t.interrupt()
+            assert t.wait_exit() == 130
+            after = t.history()
+        top = screen.splitlines()
+        intro = " ".join(line.strip() for line in top[:3])
+        assert top[0].startswith("demo warehouse: paimon-tail-demo (tables shop.orders, shop.events); started a"), top
+        assert "Ctrl-C stops following, not writing." in intro, top[:3]
+        assert widest_line(screen) <= columns and len(screen.splitlines()) <= lines
+        orders, events = screen.split("shop.orders · snapshot", 1)
+        assert re.search(r"^│ \+[IU] +│ \d+ +│", orders, re.M), screen  # rows of orders
+        assert re.search(r"^│ \d+ +│ \d+ +│ \w+ +│ \d\d:\d\d:\d\d │$", events, re.M), screen  # rows of events
+        assert "_row_kind" in orders and "┃ op" not in orders and "..." not in screen, screen
+        hints = [line.strip() for line in after.split("Try next:", 1)[1].strip().splitlines()]
+        assert hints[0] == "paimon-tail tables" and "paimon-tail lookup shop.orders 1 2 3" in hints, hints
+        said = after.split("The demo writer keeps", 1)[1].splitlines()
+        assert all(len(line) <= (80 if line.startswith("  ") else columns) for line in said), after  # commands: 80
+        assert " -w " not in after.split("The demo writer keeps", 1)[1], after
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        new_shell = run_cli(["follow", "shop.events", "-n", "3", "-e"], cwd=str(elsewhere))
+        assert new_shell.returncode == 0 and len(new_shell.stdout.splitlines()) == 3, new_shell.stderr
+    finally:
+        run_cli(["demo", "--stop"], cwd=str(home), timeout=120)
+        for pid in writers_of(str(home / "paimon-tail-demo")):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_config_directory_that_cannot_be_written_only_costs_the_short_hints(tmp_path, demo_dir):
+    """The demo still runs when it cannot register its warehouse (the config directory is a file): it says why,
+    and its hints carry -w."""
+    (tmp_path / "not-a-dir").write_text("")
+    out = run_cli(["demo", "--no-follow", "-w", demo_dir], env={"XDG_CONFIG_HOME": str(tmp_path / "not-a-dir")},
+                  timeout=120)
+    err = " ".join(out.stderr.decode().split())
+    assert out.returncode == 0, err
+    assert f"Its warehouse is {demo_dir} (not registered as catalog demo: " in err, err
+    assert f"follow shop.orders -w {demo_dir} --from earliest --row-kind" in err, err

@@ -68,7 +68,8 @@ def test_readme_demo_setup_as_written(tmp_path):
             shutil.copy2(os.path.join(ROOT, name), repo / name)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PAIMON_WAREHOUSE")}
     env["PATH"] = ":".join(p for p in env["PATH"].split(":") if not p.startswith(os.path.dirname(BIN)))
-    script = f"{SETUP[0]}; echo \"demo exited $?\"; paimon-tail follow shop.orders -w paimon-tail-demo -e --from earliest | head -1"
+    # after the demo, the same shell follows its table with no -w: the demo made its warehouse the default catalog
+    script = f"{SETUP[0]}; echo \"demo exited $?\"; paimon-tail follow shop.orders -e --from earliest | head -1"
     shell = subprocess.Popen(["bash", "-c", script], cwd=repo, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -127,9 +128,11 @@ def demo(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("PAIMON_WAREHOUSE", "PAIMON_TAIL_TOKEN")}
     env["PATH"] = f"{BIN}:{env['PATH']}"
     env["TMPDIR"] = str(cwd / "tmp")
+    env["XDG_CONFIG_HOME"] = str(cwd / "config")  # the person's own named catalogs: none until the demo's
     started = subprocess.run(["paimon-tail", "demo", "--no-follow", "--interval", "0.3"], cwd=cwd, env=env,
                              capture_output=True, text=True, timeout=120)
     assert started.returncode == 0 and "started a writer in the background" in started.stderr, started.stderr
+    assert "Its warehouse is catalog demo, the default" in " ".join(started.stderr.split()), started.stderr
     background: list = []
     yield {"cwd": str(cwd), "env": env, "background": background}
     subprocess.run(["paimon-tail", "demo", "--stop"], cwd=cwd, env=env, capture_output=True, timeout=120)
@@ -153,10 +156,10 @@ def demo(tmp_path_factory):
 
 
 def endless(line: str) -> bool:
-    """A line that runs until Ctrl-C: a follow without an end (-e, --until, -n)."""
+    """A line that runs until Ctrl-C: a follow without an end (-e, --until, -c)."""
     first = line.split("|")[0]
     return first.lstrip().startswith("paimon-tail follow ") and \
-        not re.search(r"\s(-e|--exit-at-end|--until|-n)\b", first)
+        not re.search(r"\s(-e|--exit-at-end|--until|-c|--count)\b", first)
 
 
 def _run_line(demo, prelude: str, line: str, timeout: float = 25.0):
@@ -261,7 +264,7 @@ def _check_lines(demo, lines: List[str], prelude: str) -> None:
         if "spark_pipeline.py" in line and not shutil.which("java"):
             continue  # needs Java 17 (the README says so); tests/spark covers the data source itself
         if line.startswith("paimon-tail lookup") or "| paimon-tail lookup" in line:
-            _wait_served(demo)
+            _wait_served(demo)  # lookup waiting for a starting service is issue 34's (the lead's)
         kafka = re.search(r"\| kcat -P .*$", line)
         if kafka:
             # No Kafka broker here: what kcat would read (kcat -K '\t' splits each line at its first tab) is
@@ -279,17 +282,42 @@ def _check_lines(demo, lines: List[str], prelude: str) -> None:
         assert code in expected, f"{line!r} exited {code}: {out}"
         if code is None or (">" not in line.split("|")[0] and "consumers" not in line):
             assert out.replace("^C", "").strip(), f"{line!r} showed nothing"
-        if "spark_pipeline.py" in line:  # a line per micro-batch, into a table of its own
-            assert re.search(r"^batch 2: \d+ changes committed in [\d.]+s \(snapshot \d+ of spark_demo\.orders\)",
-                             out, re.M), out[-3000:]
+        shown = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out)  # the terminal's text, without its colours
+        if line.startswith(("paimon-tail tables", "paimon-tail describe")):  # on the terminal: reports
+            assert "shop.orders" in shown and "┃" in shown, shown
+        if line.startswith("paimon-tail describe shop.orders"):
+            assert re.search(r"latest snapshot: \d+ \(\w+\), committed ", shown) and "row kind" in shown, shown
+        if re.match(r"paimon-tail follow \S+ -n 20$", line):  # tail -n 20 -f: 20 rows at once, then the follow
+            assert re.search(r"(?s)shop\.events.*snapshot \d+", shown), shown
+        if "examples/" in line:  # a clean exit says nothing that looks like a failure
+            assert "Failed to cancel job group" not in out and " ERROR " not in out, out[-3000:]
+        if "spark_pipeline.py" in line:  # a line per micro-batch from 1, each with the snapshot it committed
+            batches = re.findall(r"^batch (\d+): \d+ changes committed in [\d.]+s \(snapshot (\d+) of "
+                                 r"spark_demo\.orders\)", out, re.M)
+            assert [int(n) for n, _ in batches] == list(range(1, len(batches) + 1)) and len(batches) >= 3, out[-3000:]
+            _check_committed(demo, [(int(n), int(sid)) for n, sid in batches])
         if "streaming_enrichment.py" in line:
-            assert re.search(r"^batch \d+: \d+ events, \d+ with their order", out, re.M), out[-3000:]
+            assert re.search(r"^batch 1: \d+ events, \d+ with their order", out, re.M), out[-3000:]
         if kafka:
             events = [e for e in out.replace("^C", "").splitlines() if e.strip()]
             assert len(events) == 3, f"{line!r}: {out}"
             for event in events:
                 key, sep, value = event.partition("\t")
                 assert sep and "order_id" in json.dumps(json.loads(key)) and json.loads(value)["op"] in ("r", "c", "u", "d"), event
+
+
+def _check_committed(demo, batches) -> None:
+    """Each reported snapshot is its micro-batch's commit: the commit identifier Spark's batch id (from 0 in a
+    first run), the query's commit user, and no other snapshot of spark_demo.orders between them."""
+    from paimon_tail import open_table
+
+    table = open_table("spark_demo.orders", warehouse=os.path.join(demo["cwd"], "paimon-tail-demo"))
+    users = set()
+    for number, sid in batches:
+        snap = table.snapshot_manager().get_snapshot_by_id(sid)
+        assert snap.commit_identifier == number - 1 and snap.commit_kind == "APPEND", (number, sid)
+        users.add(snap.commit_user)
+    assert len(users) == 1 and [sid for _, sid in batches] == list(range(1, len(batches) + 1)), batches
 
 
 def test_readme_installs_from_the_clone():
@@ -316,10 +344,11 @@ def test_readme_examples_leave_no_background_process():
 def test_readme_examples_as_written(demo):
     (examples,) = [code for heading, code in _blocks("README.md") if heading == "Examples"]
     lines = _lines(examples)
-    assert lines[0].startswith("export PAIMON_WAREHOUSE=$PWD/paimon-tail-demo")
-    assert lines[1].startswith("paimon-tail demo --no-follow")
+    assert lines[0].startswith("paimon-tail demo --no-follow")
     assert "1 2 3" in next(line for line in lines if line.startswith("paimon-tail lookup"))
-    _check_lines(demo, lines[1:], prelude=lines[0])
+    # in order, each in a shell of its own with nothing set but PATH (a new shell after `. .venv/bin/activate`):
+    # the warehouse is the default catalog the README's first line (the demo) registers
+    _check_lines(demo, lines, prelude="")
     assert os.path.getsize(os.path.join(demo["cwd"], "orders.arrows")) > 0
     assert not [n for n in os.listdir(os.path.join(demo["cwd"], "tmp")) if n.startswith("paimon-enrichment-")], \
         "streaming_enrichment.py left its checkpoint directory behind"

@@ -31,6 +31,7 @@ def loaded_modules(*args: str, input: str | None = None, env: dict | None = None
 
 
 @pytest.mark.parametrize("args", [["--help"], ["follow", "--help"], ["lookup", "--help"], ["serve", "--help"],
+                                  ["tables", "--help"], ["describe", "--help"], ["demo", "--help"],
                                   ["service", "status", "--help"], ["consumers", "--help"], ["--version"]])
 def test_help_loads_click_only(args):
     code, stdout, modules = loaded_modules(*args)

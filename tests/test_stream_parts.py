@@ -19,14 +19,25 @@ from .conftest import append_rows
 
 @pytest.mark.parametrize("text, kind, sid", [
     ("latest-full", "latest-full", None), ("latest", "latest", None), ("earliest", "earliest", None),
-    ("snapshot:7", "snapshot", 7), ("snapshot-full:3", "snapshot-full", 3),
+    ("snapshot:7", "snapshot", 7), ("snapshot-full:3", "snapshot-full", 3), ("compacted-full", "compacted-full", None),
+    ("file-creation-time:1790000000000", "file-creation-time", None),
+    ("creation-timestamp:1790000000000", "creation-timestamp", None), ("tag:t1", "tag", None),
 ])
 def test_parse_start(text, kind, sid):
     p = parse_start(text)
     assert (p.kind, p.snapshot_id) == (kind, sid) and str(p) == text
 
 
-@pytest.mark.parametrize("text", ["", "snapshot:0", "snapshot:-1", "snapshot:", "full", "timestamp:soon", "-5x"])
+def test_every_paimon_scan_mode_has_its_form():
+    """Paimon's scan.mode values, each with its --from form (``full`` is Paimon's deprecated latest-full)."""
+    assert parse_start("full") == parse_start("latest-full")
+    assert parse_start("file-creation-time:2026-11-01T00:00:00Z").timestamp_ms == 1793491200000
+    assert parse_start("tag:nightly").tag == "nightly"
+    assert parse_end("tag:nightly").tag == "nightly" and str(parse_end("tag:nightly")) == "tag:nightly"
+
+
+@pytest.mark.parametrize("text", ["", "snapshot:0", "snapshot:-1", "snapshot:", "fuller", "timestamp:soon", "-5x",
+                                  "tag:", "tag:12", "tag:a/b", "file-creation-time:soon", "compacted"])
 def test_parse_start_rejects(text):
     with pytest.raises(UsageError):
         parse_start(text)

@@ -152,12 +152,19 @@ def test_binary_formats_refuse_a_terminal(wh):
     assert piped.returncode == 0 and pa.ipc.open_stream(piped.stdout).read_all().num_rows == 3
 
 
+TIMED = pa.schema([pa.field("id", pa.int64(), nullable=False), ("at", pa.timestamp("us")), ("op", pa.string())])
+AT = datetime.datetime(2026, 11, 1, 12, 0, 0, 123456)
+
+
 @pytest.fixture
 def served(wh):
+    """db.kv and db.timed served by two executors (the status of the issue: 37 lines at 80 columns)."""
     wh.create("kv", ORDERS, primary_keys=["id"], options={"bucket": "2"})
     wh.commit("kv", [{"id": i, "status": "s" * 70 if i == 1 else "paid", "amount": decimal.Decimal("1.50"),
                       "op": "+I"} for i in range(1, 6)])
-    serve = CliProcess(CLI + ["serve", "db.kv", "-w", wh.path, "--executors", "1"], "ready in")
+    wh.create("timed", TIMED, primary_keys=["id"], options={"bucket": "2"})
+    wh.commit("timed", [{"id": 1, "at": AT, "op": "+I"}])
+    serve = CliProcess(CLI + ["serve", "db.kv", "db.timed", "-w", wh.path, "--executors", "2"], "ready in")
     try:
         assert serve.announced.wait(120), serve.log()
         yield wh
@@ -165,11 +172,12 @@ def served(wh):
         serve.kill_all(signal.SIGTERM, timeout=60)
 
 
-@pytest.mark.parametrize("columns", [80, 200])
-def test_reports_fit_any_width(served, columns):
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_reports_fit_any_width(served, size):
     """service status, consumers and lookup: a table when it fits, else a record per row with every value whole
     (psql's expanded display), never columns cut to 'ex… ┃ ad…'."""
     wh = served
+    columns, lines = size
     status = json.loads(run_cli(["service", "status", "db.kv", "-w", wh.path, "--json"]).stdout)
     address = status["executor"][0]["address"]
     consumer = "a-consumer-with-a-long-name-" + "x" * 40
@@ -177,13 +185,19 @@ def test_reports_fit_any_width(served, columns):
     for args, whole in ((["service", "status", "db.kv", "-w", wh.path], address),
                         (["consumers", "db.kv", "-w", wh.path], consumer),
                         (["lookup", "db.kv", "1", "2", "-w", wh.path], "s" * 70)):
-        with Terminal(args, columns, 40) as t:
+        with Terminal(args, columns, lines) as t:
             assert t.wait_exit() == 0, t.screen()
             screen = t.screen()
         assert widest_line(screen) <= columns, screen
         assert whole in "".join(screen.split()) and "…" not in screen, screen  # whole, folded over lines or not
         records = re.search(r"^\[ \S+ .* \] ─", screen, re.M)
-        assert bool(records) == (columns == 80), screen
+        # service status at 80 columns: the columns that matter at a glance, the others named under them
+        assert bool(records) == (columns == 80 and args[0] != "service"), screen
+        if args[0] == "service" and columns == 80:  # the header stays on the screen
+            assert screen.startswith("db.kv served by "), screen
+            assert re.search(r"^ executor +┃ address +┃ alive +┃ snapshot +┃ lag +┃.* keys\b", screen, re.M), screen
+            assert "not shown: host, schema, restarts, keys/s, channels, memory" in " ".join(screen.split()), screen
+            assert len(screen.rstrip().splitlines()) <= 8 and len(re.findall(r"127\.0\.0\.1:\d+ │ yes", screen)) == 2
         if columns == 200:
             first = args[0] if args[0] != "service" else "executor"
             header = {"executor": ("executor", "restarts"), "consumers": ("consumer", "snapshots behind"),
@@ -221,3 +235,47 @@ def test_printed_rows_stay_one_line_and_cannot_drive_the_terminal(wh):
         shown = t.history()
     assert re.search(r"^1 +two\\nlines +1$", shown, re.M), shown
     assert re.search(r"^2 +\\x1b\[2Jred\\x1b\[31m +2$", shown, re.M), shown
+
+
+STATUS = pa.schema([("id", pa.int64()), ("customer", pa.string()), ("status", pa.string()),
+                    ("at", pa.timestamp("us"))])
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_exit_at_end_prints_the_header_once_as_values_widen(wh, size):
+    """-e on a terminal, snapshot by snapshot, while values get longer ("paid" → "shipped" → "delivered", ids of
+    1 to 3 digits): the columns had room to grow, so the header is printed once, not again at each widening, and
+    every row is in one table."""
+    wh.create("orders", STATUS)
+    statuses = ["paid", "packed", "shipped", "delivered"]
+    at = datetime.datetime(2026, 11, 1, 12, 0, 0)
+    ids = []
+    for c, status in enumerate(statuses * 2):
+        rows = [{"id": c * 30 + i + 1, "customer": ["ada", "grace", "barbara"][i % 3], "status": status, "at": at}
+                for i in range(6)]
+        wh.commit("orders", rows)
+        ids += [r["id"] for r in rows]
+    columns, lines = size
+    with Terminal(["follow", "db.orders", "-w", wh.path, "--from", "earliest", "-e"], columns, lines) as t:
+        assert t.wait_exit() == 0
+        shown = t.history()
+    assert max(ids) >= 100 and len(shown.splitlines()) > lines  # values widen, and the rows scrolled
+    assert len(re.findall(r"^id +customer +status +at$", shown, re.M)) == 1, shown
+    printed = [int(m.group(1)) for m in re.finditer(r"^(\d+) +(ada|grace|barbara) +\w+ +2026-11-01", shown, re.M)]
+    assert printed == ids, shown
+    assert widest_line(shown) <= columns
+
+
+def test_lookup_and_follow_show_a_timestamp_alike_and_json_is_jsonl(served):
+    """The same timestamp, to the millisecond, in lookup's table and in follow's (lookup showed microseconds);
+    JSON lines keep every digit, and lookup -f json is -f jsonl."""
+    wh = served
+    cells = []
+    for args in (["lookup", "db.timed", "1"], ["follow", "db.timed", "-e"]):
+        with Terminal([*args, "-w", wh.path], 80, 24) as t:
+            assert t.wait_exit() == 0
+            cells += re.findall(r"2026-11-01[ T][\d:.]+", t.history())
+    assert cells == ["2026-11-01 12:00:00.123", "2026-11-01 12:00:00.123"], cells
+    jsonl, json_ = (run_cli(["lookup", "db.timed", "1", "-w", wh.path, "-f", fmt]) for fmt in ("jsonl", "json"))
+    assert json_.returncode == 0 and json_.stdout == jsonl.stdout == \
+        b'{"id":1,"at":"2026-11-01T12:00:00.123456","op":"+I"}\n', (jsonl.stdout, json_.stderr)

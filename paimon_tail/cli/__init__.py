@@ -24,12 +24,18 @@ from .common import debug_enabled, error_boundary
 COMMANDS: Dict[str, Tuple[str, str]] = {
     "follow": (".follow", "follow_command"),
     "consumers": (".consumers", "consumers_command"),
+    "tables": (".tables", "tables_command"),
+    "describe": (".tables", "describe_command"),
+    "snapshots": (".snapshots", "snapshots_command"),
     "demo": (".demo", "demo_command"),
     "serve": (".service", "serve"),
     "executor": (".service", "executor_command"),
     "lookup": (".lookup", "lookup"),
     "service": (".service", "service"),
 }
+
+
+ALIASES = {"ls": "tables"}  # other names people type (not listed in --help)
 
 
 class LazyGroup(click.Group):
@@ -39,7 +45,7 @@ class LazyGroup(click.Group):
         return list(COMMANDS) + [n for n in super().list_commands(ctx) if n not in COMMANDS]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
-        spec = COMMANDS.get(cmd_name)
+        spec = COMMANDS.get(ALIASES.get(cmd_name, cmd_name))
         if spec is None:
             return super().get_command(ctx, cmd_name)
         module, attr = spec
@@ -76,8 +82,9 @@ class LazyGroup(click.Group):
 def cli(ctx: click.Context, debug: bool) -> None:
     """tail -f and point lookups for Apache Paimon tables.
 
-    \b
     Exit codes: 0 ok, 1 runtime error (or a lookup key not found), 2 bad usage, 130 interrupted.
+
+    \b
     Shell completion (bash; zsh and fish alike, see README):
       eval "$(_PAIMON_TAIL_COMPLETE=bash_source paimon-tail)"
     """

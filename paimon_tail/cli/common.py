@@ -16,29 +16,48 @@ from .types import FilePath, Text
 
 
 def catalog_options(f: Callable) -> Callable:
-    """--warehouse / -O key=value / --config FILE, merged into ``catalog`` (a CatalogConfig) for the command."""
+    """--warehouse / --catalog NAME / -O key=value / --config FILE, merged into ``catalog`` (a CatalogConfig)
+    for the command: flags, then PAIMON_WAREHOUSE, then the default named catalog (``catalog.catalog_config``)."""
 
-    @click.option("--warehouse", "-w", envvar="PAIMON_WAREHOUSE", metavar="PATH", type=Text(),
-                  help="Warehouse path or URI (env PAIMON_WAREHOUSE).")
+    @click.option("--warehouse", "-w", metavar="PATH", type=Text(),
+                  help="Warehouse path or URI [default: env PAIMON_WAREHOUSE, else the default catalog].")
+    @click.option("--catalog", "catalog_name", metavar="NAME", type=Text(name=True), shell_complete=complete_catalogs,
+                  help="A catalog named in the user's catalogs.yaml (docs/catalogs.md).")
     @click.option("--catalog-option", "-O", "catalog_option", multiple=True, metavar="KEY=VALUE",
                   help="Catalog option passed to pypaimon (repeatable), e.g. -O metastore=rest -O uri=...")
     @click.option("--config", "config_file", metavar="FILE", type=FilePath(),
                   help="YAML catalog config, the same form as pypaimon's paimon.yaml.")
     @functools.wraps(f)
-    def wrapper(*args: Any, warehouse: str | None, catalog_option: tuple, config_file: str | None,
-                **kwargs: Any) -> Any:
-        kwargs["catalog"] = catalog_config(warehouse, catalog_option, config_file)
+    def wrapper(*args: Any, warehouse: str | None, catalog_name: str | None, catalog_option: tuple,
+                config_file: str | None, **kwargs: Any) -> Any:
+        kwargs["catalog"] = catalog_config(warehouse, catalog_option, config_file, catalog_name)
         return f(*args, **kwargs)
 
     return wrapper
 
 
+def complete_catalogs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion of --catalog: the names in the user's catalogs.yaml."""
+    from .. import catalogs
+
+    try:
+        names = catalogs.load().catalogs
+    except Exception:  # completion never fails loudly
+        return []
+    return sorted(n for n in names if n.startswith(incomplete))
+
+
 def complete_tables(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
-    """Shell completion of DB.TABLE: the tables of a local warehouse (-w or PAIMON_WAREHOUSE), read from its
-    directories (``<db>.db/<table>/schema``) without opening a catalog; nothing for other catalogs."""
+    """Shell completion of DB.TABLE: the tables of a local warehouse (the command line's, the environment's or
+    the default catalog's), read from its directories (``<db>.db/<table>/schema``) without opening a catalog;
+    nothing for other catalogs."""
     import glob
 
-    warehouse = ctx.params.get("warehouse") or os.environ.get("PAIMON_WAREHOUSE") or ""
+    try:
+        warehouse = catalog_config(ctx.params.get("warehouse"), (), ctx.params.get("config_file"),
+                                   ctx.params.get("catalog_name")).warehouse or ""
+    except Exception:  # completion never fails loudly
+        return []
     if warehouse.startswith("file://"):
         warehouse = warehouse[len("file://"):]
     if not warehouse or "://" in warehouse:
@@ -49,6 +68,29 @@ def complete_tables(ctx: click.Context, param: click.Parameter, incomplete: str)
         db = os.path.basename(os.path.dirname(table_dir))[:-len(".db")]
         names.append(f"{db}.{os.path.basename(table_dir)}")
     return sorted(n for n in names if n.startswith(incomplete))
+
+
+START_POSITIONS = (("latest-full", "the table now, then every commit"), ("latest", "only new commits"),
+                   ("earliest", "every change still kept"), ("snapshot:", "changes from snapshot N on"),
+                   ("snapshot-full:", "the table at snapshot N, then changes"),
+                   ("timestamp:", "changes from time T on (ISO-8601 or epoch ms)"), ("-1h", "changes of the last hour"),
+                   ("compacted-full", "the table's last full compaction, then changes"),
+                   ("file-creation-time:", "the rows of files created from T on, then changes"),
+                   ("creation-timestamp:", "snapshots from T on, or files created from T on when expired"),
+                   ("tag:", "the table as of tag NAME, then changes"))
+END_POSITIONS = (("snapshot:", "stop after snapshot N"), ("timestamp:", "stop after the last commit at or before T"),
+                 ("tag:", "stop after tag NAME's snapshot"))
+
+
+def complete_positions(positions) -> Callable:
+    """Shell completion of --from / --until: the position forms, each with what it means (zsh and fish show it)."""
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(value, help=help_) for value, help_ in positions if value.startswith(incomplete)]
+
+    return complete
 
 
 def security_options(f: Callable) -> Callable:

@@ -21,7 +21,7 @@ from .types import SNAPSHOT_ID_MAX, ConsumerId
 def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str], to_snapshot: Optional[int],
                       delete_id: Optional[str], as_json: bool) -> None:
     """List the consumers of TABLE (Paimon consumer files), or reset / delete one."""
-    from ..catalog import open_table
+    from ..catalog import check_qualified, open_table
     from ..output.command_output import Output
     from ..stream import ConsumerStore
 
@@ -31,6 +31,7 @@ def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str
         raise UsageError("--to goes with --reset ID")
     if reset_id and delete_id:
         raise UsageError("--reset and --delete go one at a time")
+    check_qualified([table], catalog)
     store = ConsumerStore(open_table(table, catalog))
     if reset_id:
         store.reset(ConsumerStore.validate_id(reset_id), to_snapshot)
@@ -41,9 +42,16 @@ def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str
             raise PaimonTailError(f"consumer {delete_id} does not exist")
         click.echo(f"consumer {delete_id} deleted", err=True)
         return
-    latest = store.table.snapshot_manager().get_latest_snapshot()
-    rows = [{"consumer": cid, "next_snapshot": nxt,
-             "behind": max(0, (latest.id if latest else 0) - nxt + 1)} for cid, nxt in store.all().items()]
+    snapshots = store.table.snapshot_manager()
+    latest = snapshots.get_latest_snapshot()
+    earliest = snapshots.try_get_earliest_snapshot() if latest is not None else None
+    positions = store.all()
+    # Expiration that honours consumers (Paimon's, the demo writer's) keeps every snapshot from the oldest
+    # consumer's position on: that consumer holds the table's history back, however long it stays idle.
+    oldest = min(positions.values(), default=None)
+    holding = oldest is not None and earliest is not None and oldest <= earliest.id
+    rows = [{"consumer": cid, "next_snapshot": nxt, "behind": max(0, (latest.id if latest else 0) - nxt + 1),
+             "holds_back_expiry": holding and nxt == oldest} for cid, nxt in positions.items()]
     out = Output.choose("jsonl" if as_json else "auto")
     if not out.terminal:
         out.records(rows)
@@ -52,5 +60,13 @@ def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str
         out.say(f"no consumers of {table}")
         return
     out.report(("consumer", "next snapshot", "snapshots behind"),
-               [[row["consumer"], str(row["next_snapshot"]), str(row["behind"])] for row in rows],
+               [[row["consumer"] + (" *" if row["holds_back_expiry"] else ""), str(row["next_snapshot"]),
+                 str(row["behind"])] for row in rows],
                title=f"{table} (latest {latest.id if latest else '-'})")
+    if holding:
+        from rich.markup import escape
+
+        held = [row["consumer"] for row in rows if row["holds_back_expiry"]]
+        out.say(escape(f"* holds back snapshot expiry: {latest.id - earliest.id + 1:,} snapshots are kept "
+                       f"({earliest.id}..{latest.id}) because expiration keeps what a consumer has still to read. "
+                       f"A consumer that is gone for good: paimon-tail consumers {table} --delete {held[0]}"))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from typing import Optional
 
@@ -17,7 +18,6 @@ DEFAULT_DIR = "paimon-tail-demo"
 def invocation() -> str:
     """How this shell reaches paimon-tail: ``paimon-tail`` when that name on PATH is this program, else the path
     it was started by (``.venv/bin/paimon-tail`` when the venv is not active), else ``python -m paimon_tail``."""
-    import shlex
     import shutil
 
     script = sys.argv[0] if sys.argv else ""
@@ -27,72 +27,6 @@ def invocation() -> str:
     if on_path and os.path.realpath(on_path) == os.path.realpath(script):
         return "paimon-tail"
     return shlex.quote(os.path.relpath(script) if not os.path.relpath(script).startswith("..") else script)
-
-
-def next_steps(warehouse: str, writer: Optional[int]) -> str:
-    import shlex
-
-    w, p = shlex.quote(warehouse), invocation()
-    running = (f"The demo writer keeps committing in the background (pid {writer}) until:\n"
-               f"  {p} demo --stop -w {w}\n"
-               f"(and {p} demo --no-follow -w {w} starts it again without following)\n") if writer is not None else ""
-    return (
-        f"\n{running}"
-        "Try next against this warehouse:\n"
-        f"  {p} follow shop.orders -w {w} --from earliest --row-kind\n"
-        f"  {p} follow shop.events -w {w} -e --from earliest | jq -c 'select(.kind==\"shipped\")'\n"
-        f"  {p} follow shop.orders -w {w} --consumer-id me --nl | head -5\n"
-        f"  {p} serve shop.orders -w {w} &\n"
-        f"  {p} lookup shop.orders 1 2 3 -w {w}\n"
-    )
-
-
-async def _show(warehouse: str, duration: Optional[float], interactive: bool) -> None:
-    import asyncio
-
-    import pyarrow as pa
-
-    from ..catalog import open_table
-    from ..output import make_renderer
-    from ..stream import Follower
-
-    followers = [Follower(open_table(name, warehouse=warehouse), start="latest-full", row_kind=kind)
-                 for name, kind in (("shop.orders", True), ("shop.events", False))]
-    if interactive:
-        from rich.console import Group
-        from rich.live import Live
-
-        renderers = [make_renderer("table", stats=f.stats, title=name, max_rows=12, auto_start=False)
-                     for f, name in zip(followers, ("shop.orders", "shop.events"))]
-        live = Live(get_renderable=lambda: Group(*(r.render() for r in renderers)), refresh_per_second=8)
-    else:
-        renderers = [make_renderer("jsonl") for _ in followers]
-        live = None
-
-    async def pump(follower: Follower, renderer, name: str) -> None:
-        async for item in follower:
-            batch = item.batch
-            if not interactive:
-                batch = pa.RecordBatch.from_arrays([pa.array([name] * batch.num_rows), *batch.columns],
-                                                   names=["_table", *batch.schema.names])
-            renderer.write(batch)
-            if item.last_in_snapshot and not interactive:
-                renderer.flush()
-
-    tasks = [asyncio.create_task(pump(f, r, n)) for f, r, n in zip(followers, renderers,
-                                                                     ("shop.orders", "shop.events"))]
-    if live is not None:
-        live.start()
-    try:
-        done, _ = await asyncio.wait(tasks, timeout=duration, return_when=asyncio.FIRST_EXCEPTION)
-        for t in done:
-            t.result()
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if live is not None:
-            live.stop()
 
 
 @click.command("demo")
@@ -123,20 +57,37 @@ def demo_command(warehouse: str, duration: Optional[float], interval: Optional[f
         return
     if no_follow and duration is not None:
         raise UsageError("--duration is how long to follow: it does not go with --no-follow")
+    from .. import demo_view
+    from ..output.command_output import Output
+
     info = demo_daemon.running(warehouse)
-    if info is None:
+    started = info is None
+    if started:
         info = demo_daemon.start(warehouse, interval if interval is not None else 1.0)
-        click.echo(f"demo warehouse: {warehouse} (tables shop.orders, shop.events); started a writer in the "
-                   f"background (pid {info.pid}): a commit every {info.interval:g}s", err=True)
-    else:
-        ignored = "" if interval is None or interval == info.interval else \
-            f"; --interval {interval:g} ignored: stop it first to change it"
-        click.echo(f"demo warehouse: {warehouse} (tables shop.orders, shop.events); its writer is already running "
-                   f"(pid {info.pid}, a commit every {info.interval:g}s){ignored}", err=True)
+    intro = demo_view.intro(warehouse, info, started)
+    if not started and interval is not None and interval != info.interval:
+        intro += f"; --interval {interval:g} ignored: stop it first to change it"
+    registered, why = _register(warehouse)
+    interactive = not no_follow and Output.choose().terminal
+    if not interactive:  # on a terminal the live view shows it, wrapped, above the tables
+        click.echo(intro, err=True)
     try:
         if not no_follow:
-            from ..output.command_output import Output
-
-            run(_show(warehouse, duration, Output.choose().terminal))
+            run(demo_view.show(warehouse, duration, interactive, intro if interactive else ""))
     finally:
-        click.echo(next_steps(warehouse, info.pid), err=True)
+        stop_flag = "" if warehouse == os.path.abspath(DEFAULT_DIR) else f" -w {shlex.quote(warehouse)}"
+        click.echo(demo_view.next_steps(invocation(), demo_view.reach(warehouse, registered, why), info.pid,
+                                        stop_flag), err=True, nl=False)
+
+
+def _register(warehouse: str):
+    """The demo's warehouse as the named catalog ``demo`` (the default when there is none): a new shell then
+    needs no -w. A config directory that cannot be written only loses the convenience: (None, why)."""
+    from .. import catalogs
+    from ..demo_view import CATALOG
+    from ..errors import PaimonTailError
+
+    try:
+        return catalogs.register(CATALOG, {"warehouse": warehouse}), ""
+    except (OSError, PaimonTailError) as e:
+        return None, getattr(e, "strerror", None) or str(e)

@@ -12,6 +12,7 @@ from typing import BinaryIO
 import click
 
 from ..errors import UsageError
+from ..output.formats import choices
 from .common import catalog_options, complete_tables, run, security_from_options, security_options
 from .missing import MissingKeys, missing_option
 from .types import SNAPSHOT_ID_MAX, Columns, Seconds, Text
@@ -48,8 +49,9 @@ def key_tables(parser, stream: BinaryIO, source: str, keys_format: str):
               help="Format of --keys-from; auto tells an Arrow IPC stream by its first bytes.")
 @click.option("--select", metavar="COL,COL", type=Columns(), help="Columns to print (default: all).")
 @click.option("--format", "-f", "fmt", default="auto", show_default=True,
-              type=click.Choice(["auto", "jsonl", "table", "csv", "tsv", "arrow"]),
-              help="auto = table on a terminal, JSON lines otherwise; arrow: an Arrow IPC stream (not to a terminal).")
+              type=click.Choice(choices(("auto", "jsonl", "table", "csv", "tsv", "arrow"))),
+              help="auto = table on a terminal, JSON lines otherwise; json is jsonl; arrow: an Arrow IPC stream (not "
+              "to a terminal).")
 @click.option("--force-binary", is_flag=True, help="Write -f arrow even when stdout is a terminal.")
 @missing_option
 @click.option("--min-snapshot", type=click.IntRange(1, SNAPSHOT_ID_MAX), default=None,
@@ -64,6 +66,9 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, force_bina
     A key not found: exit 1 with a count on stderr (--missing error), or exit 0 (--missing skip|null)."""
     if not keys and not keys_from:
         raise UsageError("no keys given", hint="pass KEY arguments or --keys-from FILE|-")
+    from ..catalog import check_qualified
+
+    check_qualified([table], catalog)
     from ..output.command_output import Output
     from ..output.lookup_rows import LookupRows
 
@@ -75,7 +80,7 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, force_bina
         from ..service.client.quick import FewRows, lookup_keys
 
         answer = lookup_keys(table, keys, catalog, security=security, select=columns, min_snapshot=min_snapshot,
-                             timeout=timeout, values=out.takes_values)
+                             timeout=timeout, values=out.takes_values, on_wait=_waiting)
         if isinstance(answer, FewRows):
             rows.write_values(answer)
         else:
@@ -91,7 +96,7 @@ def _lookup_stream(table, keys, catalog, security, columns, min_snapshot, timeou
     """The keys of the command line and then those of ``--keys-from``, chunk by chunk, several in flight."""
     from ..service.client import LookupClient
 
-    client = LookupClient(table, catalog, security=security, timeout=timeout)
+    client = LookupClient(table, catalog, security=security, timeout=timeout, on_wait=_waiting)
     parsed = [client.parser.from_text(k) for k in keys]
     stream = _open_keys(keys_from)
 
@@ -121,6 +126,15 @@ def _lookup_stream(table, keys, catalog, security, columns, min_snapshot, timeou
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+
+
+
+
+def _waiting(message: str) -> None:
+    """On a terminal, say that the lookup waits (for a service that is starting), as kcat says it waits for a
+    broker; piped, say nothing: the answer or the error line follows."""
+    if sys.stderr.isatty():
+        click.echo(f"{message}…", err=True)
 
 
 __all__ = ["key_tables", "lookup"]

@@ -57,7 +57,7 @@ from .types import Address, DirPath, Host, KeyValue, Seconds, Text
 def serve(tables, catalog, executors, channels, host, port, advertise, local_dir, lease, poll_interval,
           max_batch_keys, max_message_mb, metrics_port, log_format, use_spark, master, spark_conf,
           spark_start_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
-    """Serve point lookups for primary-key tables (fixed buckets) until interrupted."""
+    """Serve point lookups for primary-key tables (every bucket mode) until interrupted."""
     from ..concurrency import on_signals
     from ..log_format import configure, say
     from ..service.coordinator.service import QueryService, ServeOptions
@@ -69,6 +69,9 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
 
     configure(log_format, "serve")
     _check_resolves(host, port)
+    from ..catalog import check_qualified
+
+    check_qualified(tables, catalog)
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     launcher = None
     if (master or spark_conf) and not use_spark:
@@ -199,7 +202,9 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
     _check_resolves(host, port)
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     if not catalog.warehouse:
-        raise UsageError("no warehouse given", hint="pass --warehouse PATH or set PAIMON_WAREHOUSE")
+        from ..catalog import NO_WAREHOUSE_HINT
+
+        raise UsageError("no warehouse given", hint=NO_WAREHOUSE_HINT)
     warning = exposure_warning("executor", host, security)
     if warning:
         say(warning, "warning")
@@ -234,10 +239,12 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
     """Address server, executors, buckets per executor, served snapshot vs latest, lag, keys, requests/s.
 
     A table on a terminal; piped, a JSON line per executor (like follow and consumers)."""
-    from ..catalog import open_table
+    from ..catalog import check_qualified, open_table
     from ..output.command_output import Output
+    from ..output.plain import size_text
     from ..service.client import LookupClient
 
+    check_qualified([table], catalog)
     client = LookupClient(open_table(table, catalog), security=security_from_options(token_file, tls_cert, tls_key,
                                                                                     tls_ca), timeout=timeout)
     try:
@@ -252,6 +259,8 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
         "channels": st.channels, "latest_snapshot": latest_id, "schema_id": st.schema_id, "tables": list(st.tables),
         "storage_error": st.storage_error or None,
         "storage_error_since_ms": st.storage_error_since_ms or None,
+        "table_kind": st.table_kind, "buckets": st.buckets, "partitions": st.partitions,
+        "postponed_files": st.postponed_files,
         "executor": [
             {
                 "index": e.info.index, "address": e.info.address, "host": e.info.host, "joined": e.info.joined,
@@ -274,13 +283,14 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
         if as_json:
             out.json(data)
             return
-        out.records(dict({"table": table, "address_server": st.address, "latest_snapshot": latest_id,
-                          "storage_error": data["storage_error"]}, **{k: v for k, v in e.items() if k != "bucket_list"})
+        out.records(dict({"table": table, "table_kind": st.table_kind, "address_server": st.address,
+                          "latest_snapshot": latest_id, "storage_error": data["storage_error"]},
+                         **{k: v for k, v in e.items() if k != "bucket_list"})
                     for e in data["executor"])  # flat records for jq; the bucket list stays in --json
         return
     out.say(f"[bold]{table}[/] served by {st.address} (paimon-tail {st.version}), "
             f"{st.num_executors} executor(s), {st.channels} channels; latest snapshot {latest_id} "
-            f"(schema {st.schema_id})")
+            f"(schema {st.schema_id}); {_layout_text(st)}")
     if st.storage_error:
         from ..storage.retry import Outage
 
@@ -293,18 +303,28 @@ def status(table, catalog, as_json, timeout, token_file, tls_cert, tls_key, tls_
         loaded = f"{e['files_loaded']}/{e['files']}" if e["files"] else "-"
         rows.append([index, e["address"] or "-", e["host"] or "-", "yes" if e["alive"] else "NO", str(e["snapshot"]),
                      str(e["schema_id"]), lag, str(len(e["channels"])), str(e["buckets"]), str(e["keys"]), loaded,
-                     _size(e["disk_bytes"]), _size(e["memory_bytes"]), str(e["requests_per_second"]),
+                     size_text(e["disk_bytes"]), size_text(e["memory_bytes"]), str(e["requests_per_second"]),
                      str(e["keys_per_second"]), str(e["restarts"])])
+    # at 80 columns: executor, address, alive, snapshot, lag, keys; the others named under the table
     out.report(("executor", "address", "host", "alive", "snapshot", "schema", "lag", "channels", "buckets", "keys",
-                "loaded", "disk", "memory", "req/s", "keys/s", "restarts"), rows)
+                "loaded", "disk", "memory", "req/s", "keys/s", "restarts"), rows,
+               optional=("host", "schema", "restarts", "keys/s", "channels", "memory", "disk", "loaded", "req/s",
+                         "buckets", "address"))
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)  # pragma: no cover
+def _layout_text(st) -> str:
+    """The table's kind and buckets, as the coordinator's scanner sees them."""
+    if st.table_kind == "fixed":
+        text = f"{st.buckets} fixed buckets"
+    else:
+        kind = {"dynamic": "dynamic", "cross-partition": "dynamic, keys across partitions",
+                "postpone": "postpone"}.get(st.table_kind, st.table_kind or "unknown kind")
+        text = f"{st.buckets} {kind} buckets"
+    if st.partitions > 1:
+        text += f" in {st.partitions} partitions"
+    if st.postponed_files:
+        text += f"; {st.postponed_files} data files wait in bucket-postpone (invisible until compacted)"
+    return text
 
 
 __all__ = ["executor_command", "serve", "service"]

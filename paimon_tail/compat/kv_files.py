@@ -131,8 +131,9 @@ class KeyValueFiles:
             return np.empty(0, np.int64)
         from pypaimon.deletionvectors.deletion_vector import DeletionVector
 
-        dv = DeletionVector.read(self.table.file_io, deletion_file)
-        return np.asarray(np.array(dv.bit_map(), dtype=np.uint32), dtype=np.int64)
+        bitmap = DeletionVector.read(self.table.file_io, deletion_file).bit_map()
+        # pypaimon's RoaringBitmap wraps pyroaring's: its public face is iteration (ascending) and len
+        return np.fromiter(iter(bitmap), dtype=np.int64, count=len(bitmap))
 
 
 def _named(batch: pa.RecordBatch, columns: Sequence[str], key_names: Sequence[str]) -> pa.RecordBatch:

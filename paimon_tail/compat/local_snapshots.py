@@ -8,8 +8,9 @@ Why
     modules import neither (17 ms after pyarrow), so ``stream/quick.py`` runs the follower's own start resolution
     (``SnapshotFiles``, ``resolve_start``) over them with this read-only ``FileIO``: the same answers, the same
     files read. Only ``SnapshotManager.__init__`` is not run: it imports ``pypaimon.branch`` to name the branch
-    directory, and that package imports the catalog (0.4 s); ``LocalSnapshotManager`` sets the same attributes for
-    the main branch (tests/test_quick_exit.py compares them with pypaimon's).
+    directory, and that package imports the catalog (0.4 s); ``LocalSnapshotManager`` sets the same attributes, the
+    branch directory named as ``BranchManager.branch_path`` names it (tests/test_quick_exit.py compares them with
+    pypaimon's, for the main branch and another).
 
 Delete when
     ``from pypaimon import CatalogFactory`` and ``catalog.get_table`` no longer import the read path, and
@@ -56,15 +57,18 @@ class ReadOnlyLocalFileIO(FileIO):
 
 
 class LocalSnapshotManager(SnapshotManager):
-    """pypaimon's ``SnapshotManager`` of the main branch of the table in local directory ``table_dir``: every method
-    is pypaimon's; the constructor sets what pypaimon's sets, without importing ``pypaimon.branch``."""
+    """pypaimon's ``SnapshotManager`` of a branch (``main`` by default) of the table in local directory
+    ``table_dir``: every method is pypaimon's; the constructor sets what pypaimon's sets, without importing
+    ``pypaimon.branch``."""
 
-    def __init__(self, table_dir: str) -> None:  # noqa: no super().__init__: see the module docstring
+    def __init__(self, table_dir: str, branch: str = "main") -> None:  # noqa: no super().__init__: see above
         self.file_io = ReadOnlyLocalFileIO()
         self.table_path = table_dir.rstrip("/")
-        self.branch = "main"
+        self.branch = branch or "main"
         self.snapshot_loader = None
-        self.snapshot_dir = f"{self.table_path}/snapshot"  # BranchManager.branch_path of "main": the table itself
+        # BranchManager.branch_path: the table itself for main, <table>/branch/branch-NAME for another
+        root = self.table_path if self.branch == "main" else f"{self.table_path}/branch/branch-{self.branch}"
+        self.snapshot_dir = f"{root}/snapshot"
         self.latest_file = f"{self.snapshot_dir}/LATEST"
 
 

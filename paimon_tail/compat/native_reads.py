@@ -7,7 +7,8 @@ Why
     two), falling back to the Python reader by itself for what it does not support. pypaimon leaves it off by
     default; we turn it on per table copy, for tables on a local file system given by an absolute path (the Rust
     side takes no relative paths: such a table keeps the Python reader), except tables with CHAR columns (the Rust
-    reader returns ORC's blank padding, which ``orc_char_padding.py`` trims in the Python reader). Object stores keep
+    reader returns ORC's blank padding, which ``orc_char_padding.py`` trims in the Python reader) and tables with
+    REST query auth (pypaimon applies a catalog's row filter and column masks in its Python reader only). Object stores keep
     pypaimon's Python
     reader: there our storage layer (one retry policy, data files prefetched, requests counted,
     ``docs/object-stores.md``) sits under pypaimon's file IO, which the Rust reader does not use.
@@ -78,6 +79,9 @@ def with_native_reads(table):
         return table  # the user decided
     if any(_is_char(f) for f in table.fields):
         return table  # ORC pads CHAR: our shim trims it in the Python reader (compat/orc_char_padding.py)
+    if getattr(table.options, "query_auth_enabled", False):
+        return table  # REST query auth: pypaimon filters and masks in its Python reader only
+
     _watch_fallbacks()
     return table.copy({OPTION: "true"})
 

@@ -36,6 +36,7 @@ class TableMeta:
     options: Dict[str, str]
     read_text: Callable[[str], Optional[str]] = field(repr=False, compare=False, default=None)
     table: Any = field(repr=False, compare=False, default=None)  # the pypaimon table, when opened through one
+    branch: str = "main"  # db.table$branch_NAME: its schema and snapshots are under <path>/branch/branch-NAME
 
     @property
     def field_names(self) -> List[str]:
@@ -82,8 +83,10 @@ class TableMeta:
             except FileNotFoundError:
                 return None
 
+        branch = table.identifier.get_branch_name() or "main"
         return cls(table.identifier.get_full_name(), str(root), schema.id, [f.to_dict() for f in schema.fields],
-                   list(schema.primary_keys), list(schema.partition_keys), dict(schema.options), read_text, table)
+                   list(schema.primary_keys), list(schema.partition_keys), dict(schema.options), read_text, table,
+                   branch)
 
 
 def table_meta(table) -> TableMeta:
@@ -97,20 +100,24 @@ def read_local(identifier: str, options: Dict[str, str]) -> Optional[TableMeta]:
     if set(options) - {"warehouse", "metastore"} or options.get("metastore", "filesystem") != "filesystem":
         return None
     warehouse = local_path(options.get("warehouse") or "")
-    if not warehouse or "$" in identifier or identifier.count(".") != 1:
+    if not warehouse or identifier.count(".") != 1:
         return None
     database, name = identifier.split(".")
+    name, _, branch = name.partition("$branch_")  # a branch's schemas are its own, its data files the table's
+    if "$" in name or "$" in branch or (_ and not branch):
+        return None  # a system table: pypaimon opens it
     root = os.path.join(warehouse.rstrip("/") or "/", f"{database}.db", name)
+    schemas = os.path.join(root, "branch", f"branch-{branch}", "schema") if branch else os.path.join(root, "schema")
     try:
-        ids = [int(m.group(1)) for m in map(_SCHEMA_FILE.match, os.listdir(os.path.join(root, "schema"))) if m]
+        ids = [int(m.group(1)) for m in map(_SCHEMA_FILE.match, os.listdir(schemas)) if m]
         if not ids:
             return None
-        with open(os.path.join(root, "schema", f"schema-{max(ids)}"), encoding="utf-8") as f:
+        with open(os.path.join(schemas, f"schema-{max(ids)}"), encoding="utf-8") as f:
             schema = json.load(f)
         meta = TableMeta(identifier, root, int(schema["id"]), list(schema["fields"]),
                          list(schema.get("primaryKeys") or []), list(schema.get("partitionKeys") or []),
                          {str(k): str(v) for k, v in (schema.get("options") or {}).items()},
-                         lambda relative: _read_local_text(os.path.join(root, relative)))
+                         lambda relative: _read_local_text(os.path.join(root, relative)), branch=branch or "main")
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return meta

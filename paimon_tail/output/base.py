@@ -45,5 +45,11 @@ class Renderer:
     def close(self) -> None:
         self.flush()
 
+    def notice(self, message: str) -> bool:
+        """Say ``message`` (a notice of the follow: an overwrite skipped, a gap, a schema change) where the output
+        is read, when the output is a view on the terminal that stderr shares; False: the caller writes it to
+        stderr, as for every other format."""
+        return False
+
 
 __all__ = ["Renderer", "TABLE_COLUMN", "with_table_column"]

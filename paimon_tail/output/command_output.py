@@ -70,15 +70,17 @@ class Output:
             self._console = PipeConsole(file=self._stream)
         return self._console
 
-    def say(self, markup: str) -> None:
-        """A line of rich markup on the terminal."""
-        self.console.print(markup)
+    def say(self, markup: str, highlight: bool = True) -> None:
+        """A line of rich markup on the terminal; ``highlight``: rich's colouring of numbers, strings and brackets."""
+        self.console.print(markup, highlight=highlight)
 
-    def report(self, header: Sequence[str], rows: List[List[str]], title: str = "") -> None:
-        """A table that fits the terminal's width (``terminal_tables.report``)."""
+    def report(self, header: Sequence[str], rows: List[List[str]], title: str = "",
+               optional: Sequence[str] = ()) -> None:
+        """A table that fits the terminal's width, leaving ``optional`` columns out if need be
+        (``terminal_tables.report``)."""
         from .terminal_tables import report
 
-        self.console.print(report(header, rows, self.console, title=title))
+        self.console.print(report(header, rows, self.console, title=title, optional=optional))
 
     # -- Arrow rows (follow) ------------------------------------------------------------------------------
     def renderer(self, **options):

@@ -6,9 +6,17 @@ from ..errors import UsageError
 CDC_FORMATS = ("debezium", "canal", "maxwell")  # change events (output/cdc.py)
 FORMATS = ("auto", "jsonl", "table", "csv", "tsv", "arrow", *CDC_FORMATS)
 BINARY_FORMATS = ("arrow",)  # bytes a terminal would show as garbage (and may act on)
+# other names people type for a format: jq's, kcat's and psql's users write "json" for JSON lines
+ALIASES = {"json": "jsonl", "ndjson": "jsonl"}
+
+
+def choices(formats=FORMATS) -> tuple:
+    """``formats`` and the aliases of those among them: what ``--format`` accepts."""
+    return (*formats, *(alias for alias, fmt in ALIASES.items() if fmt in formats))
 
 
 def choose_format(fmt: str, stream) -> str:
+    fmt = ALIASES.get(fmt, fmt)
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
     if fmt != "auto":
@@ -26,4 +34,4 @@ def refuse_binary_terminal(fmt: str, stream, forced: bool = False) -> None:
                          hint="redirect or pipe it, or add --force-binary")
 
 
-__all__ = ["BINARY_FORMATS", "CDC_FORMATS", "FORMATS", "choose_format", "refuse_binary_terminal"]
+__all__ = ["ALIASES", "BINARY_FORMATS", "CDC_FORMATS", "FORMATS", "choices", "choose_format", "refuse_binary_terminal"]

@@ -26,8 +26,9 @@ from rich.text import Text
 from .base import Renderer
 from .pipe_console import PipeConsole
 from .status import Pace, state
-from .terminal_tables import GAP, Lines, aligned, fitting_columns, hidden_note, natural_width, RecordLines, rule, width_of
-from .plain import text
+from .terminal_tables import (GAP, NARROW_GAP, Lines, RecordLines, aligned, fitting_columns, hidden_note, natural_width,
+                              rule, width_of)
+from .plain import short_time, text
 from .values import plain_rows
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ _VISIBLE = {c: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(chr(c), f"\\x{c:02x}"
 def _text_rows(batch: pa.RecordBatch) -> List[List[str]]:
     names = batch.schema.names
     times = {f.name for f in batch.schema if pa.types.is_timestamp(f.type)}
-    return [[_short_time(row[c]) if c in times else text(row[c]) for c in names] for row in plain_rows(batch)]
+    return [[short_time(row[c]) if c in times else text(row[c]) for c in names] for row in plain_rows(batch)]
 
 
 def _row_style(columns: List[str], row: List[str]) -> Optional[str]:
@@ -120,8 +121,9 @@ class _Footer:
         text = state(s, self.pace.idle())
         return text, {"live": "green", "catching up": "yellow"}.get(text, "cyan")
 
-    def single(self, width: int, rows: Optional[int] = None) -> Text:
-        """``rows``: what the view printed, when that is what to count (every row of a follow with an end)."""
+    def single(self, width: int, rows: Optional[int] = None, reading: Optional[int] = None) -> Text:
+        """``rows``: what the view printed, when that is what to count (every row of a follow with an end);
+        ``reading``: the snapshot of the last rows printed, when the follow stopped within it (``-c``)."""
         s = self.stats
         rows = s.rows if rows is None else rows
         if s.outage is not None:
@@ -132,6 +134,8 @@ class _Footer:
         rate = self.pace.rate()
         state_text, style = self.state()
         snap = s.snapshot_id if s.snapshot_id is not None else "-"
+        if reading is not None:
+            snap = f"{reading} (part)"  # some of its rows printed, not yet (or, stopped by -c, never) all
         latest = s.latest_id if s.latest_id is not None else "-"
         return Text(_fitting(width, [
             [f"snapshot {snap}", f"latest {latest}", f"lag {s.lag_snapshots} snapshots ({s.lag_seconds:.1f} s)",
@@ -186,11 +190,12 @@ def _progress(stats: Any, width: int) -> Optional[ProgressBar]:
 
 class LiveTableRenderer(Renderer):
     def __init__(self, stats: Any = None, title: str = "", console: Optional[Console] = None,
-                 max_rows: Optional[int] = None, auto_start: bool = True) -> None:
+                 max_rows: Optional[int] = None, auto_start: bool = True, label: str = "") -> None:
         self.console = console or PipeConsole()
         super().__init__(self.console.file)
         self.stats = stats
         self.title = title
+        self.label = label  # the table's name at the start of the footer, in place of a title (a line less)
         self._max_rows = max_rows
         self._window = RowWindow(self._capacity())
         self._live = None
@@ -222,6 +227,9 @@ class LiveTableRenderer(Renderer):
         if self._live is not None:
             self._live.refresh()
 
+    def notice(self, message: str) -> bool:
+        return _notice_above(self._live, message)
+
     def close(self) -> None:
         if self.footer is not None:
             self.footer.ended = _ending()
@@ -244,6 +252,8 @@ class LiveTableRenderer(Renderer):
     def _footer(self, width: int) -> Text:
         if self.footer is None:
             return Text(f"{self.rows:,} rows", style="dim")
+        if self.label:
+            return Text.assemble((self.label, "bold"), " · ", self.footer.single(width - cell_len(self.label) - 3))
         return self.footer.single(width)
 
 
@@ -324,8 +334,11 @@ class ScrollingTableRenderer(Renderer):
         self._pending: List[List[str]] = []
         self._key: Optional[Tuple[str, Tuple[str, ...]]] = None  # (table, columns) of the pending rows
         self._printed: Optional[tuple] = None  # (table, columns, widths) of the last piece printed
-        self._widths: Dict[Tuple[str, Tuple[str, ...]], Optional[List[int]]] = {}  # None: records
+        self._widths: Dict[Tuple[str, Tuple[str, ...]], Optional[Tuple[List[int], str]]] = {}  # None: records
+        self._room: Dict[Tuple[str, Tuple[str, ...]], List[int]] = {}  # each column's headroom (_headroom)
+        self._seen: Dict[Tuple[str, Tuple[str, ...]], List[int]] = {}  # each column's widest cell so far
         self._records = 0  # records printed, to number those whose first value is too long to title them
+        self._reading: Optional[int] = None  # the snapshot whose rows are printed in part so far
         self._live = None
         self._loop = None
         self._timer = None
@@ -354,6 +367,7 @@ class ScrollingTableRenderer(Renderer):
             self._timer = self._loop.call_later(0.125, self._tick)
 
     def write_item(self, item: "FollowBatch") -> None:
+        self._reading = None if item.last_in_snapshot else item.snapshot_id
         self._add(item.table.full_name, item.batch)
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -365,6 +379,7 @@ class ScrollingTableRenderer(Renderer):
         if key != self._key:
             self._print_pending()
             self._key = key
+            self._room.setdefault(key, _headroom(batch.schema))
         for offset in range(0, batch.num_rows, self.PIECE_ROWS):
             self._pending.extend([[c if c.isprintable() else c.translate(_VISIBLE) for c in row]
                                   for row in _text_rows(batch.slice(offset, self.PIECE_ROWS))])
@@ -377,44 +392,61 @@ class ScrollingTableRenderer(Renderer):
             return
         key = self._key
         name, columns = key
-        widths = self._layout(key)
+        layout = self._layout(key)
         out: List[tuple] = []
         if self.many_tables and (self._printed is None or self._printed[0] != name):
             out.append((name, _STYLES["bold"]))
         kinds = columns[0] == "_row_kind"
-        if widths is None:
-            layout = RecordLines(columns, self.console.size.width)
+        if layout is None:
+            records = RecordLines(columns, self.console.size.width)
             for row in self._pending:
                 self._records += 1
-                lines = layout.lines(row, self._records)
+                lines = records.lines(row, self._records)
                 style = _STYLES.get(row[0]) if kinds else None
                 out.append((lines[0], _STYLES["dim"]))
                 out.extend((line, style) for line in lines[1:])
         else:
-            if self._printed != (name, columns, widths):  # the header again when the columns or widths change
-                out += [(aligned(columns, widths), _STYLES["bold cyan"]), (rule(widths), _STYLES["dim"])]
-            out.extend((aligned(row, widths), _STYLES.get(row[0]) if kinds else None) for row in self._pending)
+            widths, gap = layout
+            if self._printed != (name, columns, layout):  # the header again when the columns or widths change
+                out += [(aligned(columns, widths, gap), _STYLES["bold cyan"]), (rule(widths, gap), _STYLES["dim"])]
+            out.extend((aligned(row, widths, gap), _STYLES.get(row[0]) if kinds else None) for row in self._pending)
         self.console.print(Lines(out), soft_wrap=True, crop=False)
-        self._printed = (name, columns, widths)
+        self._printed = (name, columns, layout)
         self._pending = []
 
-    def _layout(self, key) -> Optional[List[int]]:
-        """The pending rows' column widths: the widest cell of each column so far (they only grow), or None for
-        records, from the first rows that do not fit the terminal on."""
+    def _layout(self, key) -> Optional[Tuple[List[int], str]]:
+        """The pending rows' column widths and the gap between columns, or None for records, from the first rows
+        that do not fit the terminal on. A column is as wide as its widest cell so far plus some headroom
+        (``_headroom``) while the terminal has room for it, so later rows seldom need a wider column and the
+        header is seldom printed again (without it, a status column went from "placed" to "shipped" to
+        "delivered": three headers in 40 rows). Before records, the gap narrows from three cells to two."""
         columns = key[1]
         natural = [max([width_of(c), *(width_of(r[i]) for r in self._pending)]) for i, c in enumerate(columns)]
-        widths = self._widths.get(key, natural)
-        if widths is not None:
-            widths = [max(a, b) for a, b in zip(widths, natural)]
-            if sum(widths) + len(GAP) * (len(widths) - 1) > self.console.size.width:
-                widths = None
-        self._widths[key] = widths
-        return widths
+        needed = self._seen[key] = [max(a, b) for a, b in zip(self._seen.get(key, natural), natural)]
+        layout = self._widths.get(key, ([0] * len(columns), GAP))
+        if layout is None:
+            return None
+        if all(n <= w for n, w in zip(natural, layout[0])):
+            return layout
+        room = [_room_for(r, n) for r, n in zip(self._room.get(key) or [0] * len(columns), needed)]
+        layout = None
+        for gap in (GAP, NARROW_GAP):  # the narrow gap when it leaves more headroom, or is all that fits
+            slack = self.console.size.width - sum(needed) - len(gap) * (len(columns) - 1)
+            if slack >= 0 and (layout is None or slack < sum(room) and slack > sum(layout[0]) - sum(needed)):
+                layout = (_widen(needed, room, slack), gap)
+                if slack >= sum(room):
+                    break
+        self._widths[key] = layout
+        return layout
 
     def flush(self) -> None:
         self._print_pending()
         if self._live is not None:
             self._live.refresh()
+
+    def notice(self, message: str) -> bool:
+        self._print_pending()  # the rows before it, then the notice, above the footer
+        return _notice_above(self._live, message)
 
     def close(self) -> None:
         if self.footer is not None:
@@ -428,9 +460,61 @@ class ScrollingTableRenderer(Renderer):
     def _view(self):
         width = self.console.size.width
         line = self.footer.many(width, len(self.stats.tables), rows=self.rows) \
-            if getattr(self.stats, "tables", None) is not None else self.footer.single(width, rows=self.rows)
+            if getattr(self.stats, "tables", None) is not None else \
+            self.footer.single(width, rows=self.rows, reading=self._reading)
         bar = _progress(self.stats, width) if self.footer.ended is None else None
         return Group(line, bar) if bar is not None else line
+
+
+_TEXT = -1  # a column of text: its headroom grows with its width (_room_for)
+
+
+def _headroom(schema: pa.Schema) -> List[int]:
+    """Cells a column of rows printed as they come gets beyond its widest value so far: none for values of one
+    width (times, dates, booleans, row kinds), two digits for numbers, more for text (``_room_for``)."""
+    room = []
+    for f in schema:
+        t = f.type
+        if f.name == "_row_kind" or pa.types.is_temporal(t) or pa.types.is_boolean(t):
+            room.append(0)
+        elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            room.append(2)
+        else:
+            room.append(_TEXT)
+    return room
+
+
+def _room_for(room: int, width: int) -> int:
+    return max(3, width // 2) if room == _TEXT else room
+
+
+def _widen(widths: List[int], room: List[int], slack: int) -> List[int]:
+    """``widths`` with up to ``slack`` more cells, shared in proportion to each column's ``room`` (the
+    remainder to those with the most room), never more than its room."""
+    total = sum(room)
+    if total <= slack:
+        return [w + r for w, r in zip(widths, room)]
+    extra = [r * slack // total for r in room]
+    for i in sorted(range(len(room)), key=lambda i: -room[i])[:slack - sum(extra)]:
+        extra[i] += 1
+    return [w + e for w, e in zip(widths, extra)]
+
+
+def _notice_above(live, message: str) -> bool:
+    """``message`` printed above an active view (its footer redrawn below it), when stderr is the terminal the view
+    is on: a line written to stderr meanwhile would land in the middle of the footer."""
+    import os
+    import sys
+
+    if live is None or not live.console.is_terminal:
+        return False
+    try:
+        if not (sys.stderr.isatty() and os.path.samestat(os.fstat(sys.stderr.fileno()), os.fstat(1))):
+            return False
+    except (OSError, ValueError, AttributeError):
+        return False
+    live.console.print(Text(message, style="yellow"), soft_wrap=True, crop=False)
+    return True
 
 
 def _stop(live) -> None:
@@ -444,13 +528,6 @@ def _stop(live) -> None:
         live.console.line()
 
 
-def _short_time(value: Any) -> str:
-    """'2026-11-22T05:59:43.214000+00:00' → '2026-11-22 05:59:43.214' (the cell, not the data: JSON keeps it all)."""
-    if not isinstance(value, str) or len(value) < 19:
-        return text(value)
-    head, frac = value[:19].replace("T", " "), value[19:]
-    digits = frac[1:].split("+")[0].split("-")[0] if frac.startswith(".") else ""
-    return head + (f".{digits[:3]}" if digits else "")
 
 
 __all__ = ["LiveTableRenderer", "MultiLiveTableRenderer", "RowWindow", "ScrollingTableRenderer"]

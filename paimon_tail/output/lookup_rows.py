@@ -103,9 +103,9 @@ class LookupRows:
             self._print(self._names, self._values)
 
     def _print(self, names: List[str], rows: List[List[Any]]) -> None:
-        from .plain import text
+        from .plain import cell
 
-        self.out.report(names, [[text(v) for v in row] for row in rows])
+        self.out.report(names, [[cell(v) for v in row] for row in rows])
 
 
 def _with_missing_keys(result):

@@ -26,6 +26,32 @@ def text(value: Any) -> str:
     return str(value)
 
 
+def cell(value: Any) -> str:
+    """A value in a terminal table's cell: ``text``, but a timestamp to the millisecond and without its zone, in
+    ``follow``'s and ``lookup``'s tables alike (JSON lines keep every digit)."""
+    if isinstance(value, _dt.datetime):
+        return short_time(_datetime_text(value))
+    return text(value)
+
+
+def short_time(value: Any) -> str:
+    """'2026-11-22T05:59:43.214123+00:00' → '2026-11-22 05:59:43.214' (the cell, not the data)."""
+    if not isinstance(value, str) or len(value) < 19:
+        return text(value)
+    head, frac = value[:19].replace("T", " "), value[19:]
+    digits = frac[1:].split("+")[0].split("-")[0] if frac.startswith(".") else ""
+    return head + (f".{digits[:3]}" if digits else "")
+
+
+def size_text(n: float) -> str:
+    """Bytes as a person reads them: ``512 B``, ``41.2 KiB``, ``3.0 GiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
 def _shortest(value: float, bits: int) -> Decimal:
     """The shortest decimal that reads back as ``value`` (as a float32 when ``bits`` is 32)."""
     if bits == 64:
@@ -98,4 +124,4 @@ def json_line(columns: Sequence[tuple], row: Sequence[Any]) -> str:
                           for (name, kind), v in zip(columns, row)) + "}"
 
 
-__all__ = ["float_text", "json_line", "json_value", "text"]
+__all__ = ["cell", "float_text", "json_line", "json_value", "short_time", "size_text", "text"]

@@ -109,7 +109,7 @@ class StatusLine:
         if getattr(s, "tables", None) is not None:  # several tables
             outage = f" {s.outage.describe()} (retrying)" if s.outage is not None else ""
             return (f"{head} tables {len(s.tables)} ({s.tables_caught_up} live) lag {s.lag_snapshots} "
-                    f"({s.lag_seconds:.1f}s) rows {s.rows} ({rate:.0f}/s) "
+                    f"({s.lag_seconds:.1f}s) rows {s.rows} ({rate:.0f}/s){overwrites(s)} "
                     f"{outage.strip() if outage else state(s, idle)}")
         if s.snapshot_id is not None:
             position = f"snapshot {s.snapshot_id}"
@@ -120,7 +120,13 @@ class StatusLine:
         if s.outage is not None:
             return f"{head} {position} rows {s.rows} {s.outage.describe()} (retrying)"
         return (f"{head} {position} latest {s.latest_id} lag {s.lag_snapshots} ({s.lag_seconds:.1f}s) "
-                f"rows {s.rows} ({rate:.0f}/s) {state(s, idle)}")
+                f"rows {s.rows} ({rate:.0f}/s){overwrites(s)} {state(s, idle)}")
 
 
-__all__ = ["IDLE_AFTER", "Pace", "RATE_WINDOW", "StatusLine", "duration", "state"]
+def overwrites(stats: Any) -> str:
+    """`` overwrites skipped 2`` / `` overwrites read 2`` once a follow has met OVERWRITE snapshots, else ''."""
+    skipped, read = getattr(stats, "overwrites_skipped", 0), getattr(stats, "overwrites_read", 0)
+    return (f" overwrites skipped {skipped}" if skipped else "") + (f" overwrites read {read}" if read else "")
+
+
+__all__ = ["IDLE_AFTER", "Pace", "RATE_WINDOW", "StatusLine", "duration", "overwrites", "state"]

@@ -22,18 +22,35 @@ MAX_CELL = 40  # the live view's widest column: longer values end in …
 
 
 def report(columns: Sequence[str], rows: Sequence[Sequence[str]], console: Console, *, title: str = "",
-           styles: Optional[Dict[str, str]] = None) -> RenderableType:
-    """``rows`` as a table when it fits ``console``'s width, else as records (a line per column)."""
+           styles: Optional[Dict[str, str]] = None, optional: Sequence[str] = ()) -> RenderableType:
+    """``rows`` as a table when it fits ``console``'s width, else as records (a line per column).
+
+    ``optional``: columns that may be left out, the first first, for the table to fit (a status of a few
+    executors stays a few lines at 80 columns); those left out are named under it."""
     styles = styles or {}
+    shown = list(columns)
+    left_out: List[str] = []
+    for name in [None, *optional]:
+        if name is not None:
+            shown.remove(name)
+            left_out.append(name)
+        table = _table(shown, [[row[columns.index(c)] for c in shown] for row in rows], console, title, styles)
+        if table is not None:
+            return Group(table, Text(f"not shown: {', '.join(left_out)} (wider terminal, or --json)", style="dim")) \
+                if left_out else table
+    return records(columns, rows, title=title, styles=styles)
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], console: Console, title: str,
+           styles: Dict[str, str]) -> Optional[Table]:
+    """The table, when it fits the console's width."""
     table = Table(title=title or None, show_edge=False, header_style="bold")
     for name in columns:
         table.add_column(name, style=styles.get(name))
     for row in rows:
         table.add_row(*row)
     unbounded = console.options.update_width(1 << 20)  # a measurement is clamped to the width it is given
-    if Measurement.get(console, unbounded, table).maximum <= console.size.width:
-        return table
-    return records(columns, rows, title=title, styles=styles)
+    return table if Measurement.get(console, unbounded, table).maximum <= console.size.width else None
 
 
 RECORD_TITLE = 30  # a first value up to this wide titles its record; a longer one gets a line like the others
@@ -110,14 +127,17 @@ def width_of(text: str) -> int:
     return len(text) if text.isascii() else cell_len(text)
 
 
-def aligned(cells: Sequence[str], widths: Sequence[int]) -> str:
+NARROW_GAP = "  "  # the gap when the widths fit with it only (before falling back to records)
+
+
+def aligned(cells: Sequence[str], widths: Sequence[int], gap: str = GAP) -> str:
     """One line of rows printed as they come: each cell padded to its column's width (plain text, no rich table:
     rich lays a 256-row table out at ~1,000 rows/s, a join at ~60,000)."""
-    return GAP.join(c + " " * (w - width_of(c)) for c, w in zip(cells, widths)).rstrip()
+    return gap.join(c + " " * (w - width_of(c)) for c, w in zip(cells, widths)).rstrip()
 
 
-def rule(widths: Sequence[int]) -> str:
-    return "─" * (sum(widths) + len(GAP) * (len(widths) - 1))
+def rule(widths: Sequence[int], gap: str = GAP) -> str:
+    return "─" * (sum(widths) + len(gap) * (len(widths) - 1))
 
 
 class RecordLines:
@@ -154,5 +174,5 @@ class RecordLines:
         return out
 
 
-__all__ = ["GAP", "Lines", "MAX_CELL", "aligned", "width_of", "fitting_columns", "hidden_note", "natural_width", "RecordLines",
+__all__ = ["GAP", "NARROW_GAP", "Lines", "MAX_CELL", "aligned", "width_of", "fitting_columns", "hidden_note", "natural_width", "RecordLines",
            "records", "report", "rule"]

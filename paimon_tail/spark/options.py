@@ -21,6 +21,7 @@ from ..stream.positions import StartPosition, parse_start, parse_timestamp
 _DIRECT_CATALOG_KEYS = ("warehouse", "metastore", "uri", "token", "token.provider", "dlf.region")
 _SCAN_MODES = {
     "default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp",
+    "compacted-full",
 }
 # Batch time travel: handed to pypaimon as dynamic table options.
 _TIME_TRAVEL_KEYS = ("scan.snapshot-id", "scan.timestamp-millis", "scan.timestamp", "scan.tag-name")
@@ -90,6 +91,7 @@ class SourceOptions:
     batch_size: int = 65536  # rows per Arrow batch read (pypaimon's read.batch-size)
     open_file_cost: int = 4 << 20
     filter_pushdown: bool = True
+    read_overwrite: Optional[bool] = None  # Paimon's streaming-read-overwrite (None: the table's own option)
     # writing
     commit_user: Optional[str] = None
     primary_keys: Tuple[str, ...] = ()
@@ -230,6 +232,8 @@ def start_position(options: Mapping[str, str]) -> StartPosition:
         return StartPosition("latest-full")
     if mode == "latest":
         return StartPosition("latest")
+    if mode == "compacted-full":
+        return StartPosition("compacted-full")
     if mode in ("from-snapshot", "from-snapshot-full"):
         if not sid:
             raise UsageError(f"scan.mode {mode} needs scan.snapshot-id")
@@ -285,6 +289,8 @@ def parse_options(options: Mapping[str, str], *, need_catalog: bool = True) -> S
         target_split_size=_size(o.get("source.split.target-size"), "source.split.target-size", 128 << 20),
         open_file_cost=_size(o.get("source.split.open-file-cost"), "source.split.open-file-cost", 4 << 20),
         filter_pushdown=_bool(o.get("filterpushdown"), "filterPushdown", default=True),
+        read_overwrite=(_bool(o.get("streaming-read-overwrite"), "streaming-read-overwrite")
+                        if o.get("streaming-read-overwrite") is not None else None),
         commit_user=o.get("commit.user") or None,
         primary_keys=_list(o.get("primary-key")),
         partition_keys=_list(o.get("partition")),

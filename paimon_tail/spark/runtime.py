@@ -56,27 +56,35 @@ class ReadSpec:
     time_travel: Tuple[Tuple[str, str], ...] = ()
     # pypaimon reads 1,024 rows a batch by default; every batch costs a round through PySpark's Arrow stream
     batch_size: int = 65536
+    read_overwrite: Optional[bool] = None  # streaming-read-overwrite (None: the table's own option)
 
     def table_for(self, table):
         return table.copy({"read.batch-size": str(self.batch_size), **dict(self.time_travel)})
 
-    def builder(self, table):
+    def predicate(self, table):
+        """The where option and Spark's pushed filters over ``table``, as one pypaimon predicate (or None)."""
+        from pypaimon.common.predicate_builder import PredicateBuilder
+
         from ..stream.filters import parse_where
 
-        table = self.table_for(table)
-        builder = table.new_stream_read_builder() if self.streaming else table.new_read_builder()
         predicates = []
         if self.where:
             predicate = parse_where(self.where, table.fields, label="option where")
             if predicate is not None:
                 predicates.append(predicate)
         if self.filters:
-            pb = builder.new_predicate_builder()
+            pb = PredicateBuilder(table.fields)
             predicates.extend(_predicate(pb, *f) for f in self.filters)
-        if len(predicates) == 1:
-            builder.with_filter(predicates[0])
-        elif predicates:
-            builder.with_filter(builder.new_predicate_builder().and_predicates(predicates))
+        if len(predicates) > 1:
+            return PredicateBuilder.and_predicates(predicates)
+        return predicates[0] if predicates else None
+
+    def builder(self, table):
+        table = self.table_for(table)
+        builder = table.new_stream_read_builder() if self.streaming else table.new_read_builder()
+        predicate = self.predicate(table)
+        if predicate is not None:
+            builder.with_filter(predicate)
         builder.with_projection(list(self.columns))
         if self.row_kind:
             builder.with_include_row_kind(True)
@@ -108,7 +116,9 @@ def table_read(catalog: Dict[str, str], ident: str, spec: ReadSpec, schema_id: i
             from ..compat.native_reads import with_native_reads
 
             table = with_native_reads(table)
-        read = spec.builder(table).new_read()
+        from ..stream.diff import DiffRead  # an overwrite's ReplaceSplits: its removed rows -D, its added rows +I
+
+        read = DiffRead(spec.builder(table).new_read(), spec.table_for(table), spec.predicate(table), spec.row_kind)
         with _lock:
             if len(_reads) > 64:
                 _reads.clear()
@@ -116,16 +126,60 @@ def table_read(catalog: Dict[str, str], ident: str, spec: ReadSpec, schema_id: i
     return read
 
 
+_REPLACE = b"paimon-tail-replace/1\n"  # an overwrite's ReplaceSplit: its before and after splits
+
+
 def serialize_split(split) -> bytes:
+    """pypaimon's cross-language split format (v1); an overwrite's ``ReplaceSplit`` as its sides' splits, each in
+    that format. A REST query-auth wrapping is not written: the task that reads asks the catalog itself."""
     from pypaimon.read.split_serializer import serialize_split_v1
 
-    return serialize_split_v1(split)
+    from ..stream.overwrite import ReplaceSplit
+    from ..stream.query_auth import unwrap
+
+    if isinstance(split, ReplaceSplit):
+        parts = [(0, s) for s in split.before] + [(1, s) for s in split.after]
+        out = bytearray(_REPLACE)
+        for side, inner in parts:
+            data = serialize_split_v1(unwrap(inner))
+            out += bytes([side]) + len(data).to_bytes(4, "big") + data
+        return bytes(out)
+    return serialize_split_v1(unwrap(split))
 
 
 def deserialize_split(table, data: bytes):
     from pypaimon.read.split_serializer import deserialize_split_v1
 
+    if data.startswith(_REPLACE):
+        from ..stream.overwrite import ReplaceSplit
+
+        sides, at = ([], []), len(_REPLACE)
+        while at < len(data):
+            side, size = data[at], int.from_bytes(data[at + 1:at + 5], "big")
+            sides[side].append(deserialize_split(table, data[at + 5:at + 5 + size]))
+            at += 5 + size
+        first = (sides[0] or sides[1])[0]
+        return ReplaceSplit(first.partition, first.bucket, sides[0], sides[1])
     return deserialize_split_v1(data, table.partition_keys_fields, table.trimmed_primary_keys_fields)
+
+
+def with_query_auth(table, spec: "ReadSpec", splits: list) -> list:
+    """``splits`` wrapped with the REST catalog's row filter and column masks for this read (asked here, in the
+    process that reads: a split arrives without its driver-side wrapping)."""
+    from ..stream import query_auth
+
+    if not query_auth.enabled(table):
+        return splits
+    fields = [f for f in table.fields if f.name in spec.columns]
+    rules = query_auth.rules(table, fields)
+    out = []
+    for split in splits:
+        if type(split).__name__ == "ReplaceSplit":
+            split.before, split.after = query_auth.wrap(split.before, rules), query_auth.wrap(split.after, rules)
+            out.append(split)
+        else:
+            out.extend(query_auth.wrap([split], rules))
+    return out
 
 
 def split_weight(split, open_file_cost: int) -> int:
@@ -205,8 +259,9 @@ def read_task(task, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         return
     read = table_read(task.catalog, task.table, task.spec, task.schema_id, merged=not task.spec.streaming)
     table = get_table(task.catalog, task.table, task.schema_id)
-    for data in task.splits:
-        yield from _read_split(read, deserialize_split(table, data), schema, task.spec.batch_size)
+    splits = with_query_auth(table, task.spec, [deserialize_split(table, data) for data in task.splits])
+    for split in splits:
+        yield from _read_split(read, split, schema, task.spec.batch_size)
 
 
 def _read_split(read, split, schema: pa.Schema, rows: int) -> Iterator[pa.RecordBatch]:
@@ -254,11 +309,12 @@ def _read_snapshots(task: SnapshotTask, schema: pa.Schema) -> Iterator[pa.Record
     from ..stream.planner import SnapshotPlanner
 
     table = get_table(task.catalog, task.table, task.schema_id)
-    planner = SnapshotPlanner(task.spec.builder(table).new_streaming_scan())
+    planner = SnapshotPlanner(task.spec.builder(table).new_streaming_scan(), read_overwrite=task.spec.read_overwrite)
     read = table_read(task.catalog, task.table, task.spec, task.schema_id, merged=task.full)
     append = not table.is_primary_key_table
     for snapshot_id in task.snapshots:
-        for split in shard_of(snapshot_splits(planner, snapshot_id, task.full), task.shard, task.shards, append):
+        splits = shard_of(snapshot_splits(planner, snapshot_id, task.full), task.shard, task.shards, append)
+        for split in with_query_auth(table, task.spec, splits):  # planned here: wrapped already, kept as is
             yield from _read_split(read, split, schema, task.spec.batch_size)
 
 

@@ -97,6 +97,7 @@ class PaimonDataSource(DataSource):
         return ReadSpec(
             columns=tuple(names), where=o.where, row_kind=o.row_kind, streaming=streaming,
             time_travel=tuple(sorted(o.time_travel.items())) if not streaming else (), batch_size=o.batch_size,
+            read_overwrite=o.read_overwrite,
         )
 
     def reader(self, schema: StructType) -> DataSourceReader:

@@ -16,18 +16,21 @@ once and are reused). Otherwise the driver plans the splits, as before.
 """
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from ..errors import SnapshotExpired, SnapshotGap
+from ..errors import SnapshotExpired, SnapshotGap, UsageError
 from ..stream.positions import resolve_start
 from .options import SourceOptions
 from .runtime import (
     ReadSpec, SnapshotTask, SplitTask, get_table, pack, serialize_split, split_bytes, split_files, split_order,
     split_weight,
 )
+
+_log = logging.getLogger("paimon_tail.spark")
 
 
 @dataclass(frozen=True, order=True)
@@ -92,7 +95,7 @@ class StreamPlanner:
             from ..storage.snapshots import SnapshotFiles
 
             self.schema_id = meta.schema_id
-            self.files = SnapshotFiles(LocalSnapshotManager(meta.path))
+            self.files = SnapshotFiles(LocalSnapshotManager(meta.path, meta.branch))
         else:
             self.deferred = False
             self._planning()
@@ -106,7 +109,8 @@ class StreamPlanner:
             self.table = get_table(self.options.catalog, self.options.table, fresh=True)
             self.schema_id = self.table.table_schema.id
             files = getattr(self, "files", None)
-            self.planner = SnapshotPlanner(self.spec.builder(self.table).new_streaming_scan(), files=files)
+            self.planner = SnapshotPlanner(self.spec.builder(self.table).new_streaming_scan(), files=files,
+                                           read_overwrite=self.spec.read_overwrite)
         return self.planner
 
     # -- positions ---------------------------------------------------------------------------------------
@@ -126,6 +130,13 @@ class StreamPlanner:
         resolved = resolve_start(o.start, self.files)
         if resolved is None:  # empty table: everything from snapshot 1 on is new
             return Position(1).to_offset()
+        if resolved.created_after_ms is not None:
+            raise UsageError(f"the Spark source cannot start from {o.start}: its offsets are whole snapshots",
+                             hint="follow reads it (paimon-tail follow --from ...)")
+        if resolved.full_snapshot is not None and self.files.read(resolved.full_snapshot_id) is None:
+            raise SnapshotExpired(f"the snapshot of {o.start} ({resolved.full_snapshot_id}) has expired: the Spark "
+                                  "source reads a tag's snapshot while it is kept",
+                                  hint="follow reads the tag itself (paimon-tail follow --from tag:NAME)")
         if resolved.full_snapshot_id is not None:
             return Position(resolved.full_snapshot_id, full=True).to_offset()
         return Position(resolved.next_snapshot_id).to_offset()
@@ -216,7 +227,8 @@ class StreamPlanner:
             return
         self.table = get_table(self.options.catalog, self.options.table, schema_id, fresh=True)
         self.schema_id = self.table.table_schema.id
-        self.planner = SnapshotPlanner(self.spec.builder(self.table).new_streaming_scan(), files=self.files)
+        self.planner = SnapshotPlanner(self.spec.builder(self.table).new_streaming_scan(), files=self.files,
+                                       read_overwrite=self.spec.read_overwrite)
 
     def unit(self, pos: Position) -> Optional[List[SplitInfo]]:
         """The splits of one snapshot's full or delta plan, in a stable order; None if it does not exist yet."""
@@ -237,6 +249,10 @@ class StreamPlanner:
             splits = list(self.planner.delta_plan(snap).splits())
         else:
             splits = []
+            summary = self.planner.skipped_overwrite(snap)
+            if summary is not None:  # what follow says on stderr, in the driver's log
+                _log.warning("%s: %s", self.options.table, summary.skipped().replace(
+                    "-O streaming-read-overwrite=true", 'option("streaming-read-overwrite", "true")'))
         splits.sort(key=split_order)
         cost = self.options.open_file_cost
         infos = [
@@ -290,6 +306,10 @@ class StreamPlanner:
                 self._check_gap(sid)
                 raise SnapshotExpired(f"snapshot {sid} of this micro-batch cannot be found")
             schema_id = max(schema_id, snap.schema_id)
+            if sid in ids and snap.commit_kind == "OVERWRITE" and not self.spec.read_overwrite:
+                _log.warning("%s: snapshot %s is an OVERWRITE; skipped, as Paimon's streaming read skips "
+                             "overwrites unless the table says otherwise (read it as -D/+I changes with "
+                             'option("streaming-read-overwrite", "true"))', self.options.table, sid)
         n = max(1, self.parallelism)
         o, spec = self.options, self.spec
         tasks = [SnapshotTask(o.catalog, o.table, schema_id, spec, (sid,), True, i, n) for sid in full for i in range(n)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from pypaimon.common.json_util import JSON
 from pypaimon.snapshot.snapshot import Snapshot
@@ -151,6 +151,50 @@ class SnapshotFiles:
                 hi = mid - 1
         return found
 
+    def pick_latest(self, wanted: Callable[[Snapshot], bool], earliest: int, latest: Snapshot) -> Optional[Snapshot]:
+        """The newest kept snapshot ``wanted`` accepts, searched back from ``latest`` (a window of snapshots read
+        in parallel at a time), as Paimon's ``SnapshotManager.pickOrLatest`` without its fallback."""
+        if wanted(latest):
+            return latest
+        hi = latest.id - 1
+        while hi >= earliest:
+            lo = max(earliest, hi - self.max_window + 1)
+            found = list(self._executor().map(self.read, range(lo, hi + 1)))
+            for snapshot in reversed(found):
+                if snapshot is not None and wanted(snapshot):
+                    return snapshot
+            hi = lo - 1
+        return None
+
+    # -- tags ---------------------------------------------------------------------------------------------
+    @property
+    def branch_root(self) -> str:
+        """The directory of the branch these snapshots belong to (the table's for ``main``)."""
+        return self.manager.snapshot_dir.rsplit("/", 1)[0]
+
+    def tag(self, name: str) -> Optional[Snapshot]:
+        """Tag ``name`` as the snapshot it keeps (``<branch>/tag/tag-NAME``: a snapshot file with the tag's create
+        time), or None. A tag outlives its snapshot's expiration: its manifests and data files are kept."""
+        text = self._read_text(f"{self.branch_root}/tag/tag-{name}")
+        if text is None:
+            return None
+        from pypaimon.tag.tag import Tag
+
+        return JSON.from_json(text, Tag).trim_to_snapshot()
+
+    def tag_names(self) -> List[str]:
+        """The table's (branch's) tags, sorted."""
+        names = []
+        try:
+            listed = self.file_io.list_status(f"{self.branch_root}/tag") or ()
+        except FileNotFoundError:
+            listed = ()
+        for info in listed:
+            name = info.path.rstrip("/").rsplit("/", 1)[-1]
+            if name.startswith("tag-"):
+                names.append(name[len("tag-"):])
+        return sorted(names)
+
     def _listed_ids(self) -> List[int]:
         ids = []
         for info in self.file_io.list_status(self.manager.snapshot_dir) or ():
@@ -160,9 +204,8 @@ class SnapshotFiles:
         return ids
 
     def table_exists(self, schema_id: int) -> bool:
-        """Whether the table's schema file is still there (a dropped table loses its whole directory)."""
-        table_path = self.manager.table_path
-        return self._exists(f"{table_path}/schema/schema-{schema_id}")
+        """Whether the table's (branch's) schema file is still there (a dropped table loses its whole directory)."""
+        return self._exists(f"{self.branch_root}/schema/schema-{schema_id}")
 
     def close(self) -> None:
         if self._pool is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 _LAZY = {
     "ConsumerStore": ".consumer", "FollowBatch": ".follower", "Follower": ".follower", "FollowOptions": ".options",
-    "FollowStats": ".stats", "follow": ".follower", "MultiFollower": ".multi", "MultiStats": ".multi",
+    "FollowStats": ".stats", "follow": ".system", "MultiFollower": ".multi", "MultiStats": ".multi",
     "follow_many": ".multi", "EndPosition": ".positions", "StartPosition": ".positions", "parse_end": ".positions",
     "parse_start": ".positions",
 }

@@ -1,4 +1,5 @@
-"""Consumer positions in Paimon's own consumer files: ``<table>/consumer/consumer-<id>``, ``{"nextSnapshot": N}``.
+"""Consumer positions in Paimon's own consumer files: ``<table>/consumer/consumer-<id>``, ``{"nextSnapshot": N}``
+(a branch's in ``<table>/branch/branch-NAME/consumer/``, where Paimon keeps them: a branch has snapshots of its own).
 
 The same files Flink and Spark readers keep, so snapshot expiration (which honours consumers) never removes a
 snapshot we still have to read. pypaimon's ``ConsumerManager`` overwrites in place; a crash mid-write would
@@ -23,9 +24,14 @@ _LONG_MAX = (1 << 63) - 1  # snapshot ids are Java longs
 
 class ConsumerStore:
     def __init__(self, table) -> None:
+        if not hasattr(table, "current_branch"):  # a system table (t$snapshots, t$audit_log, ...)
+            from ..catalog import TableRef
+
+            raise UsageError(f"{TableRef.of(table).full_name} keeps no consumer positions: Paimon keeps them per "
+                             "table and branch (name the table, or TABLE$branch_NAME)")
         self.table = table
         self.file_io = table.file_io
-        self.manager = ConsumerManager(table.file_io, table.table_path)
+        self.manager = ConsumerManager(table.file_io, table.table_path, table.current_branch())
 
     @staticmethod
     def validate_id(consumer_id: str) -> str:

@@ -9,6 +9,10 @@ and compares them by primary key, like Paimon Java's ``incremental-between`` dif
 * key only before → ``-D`` with the old row;
 * key only after, or after with different values → the row at the end snapshot, with its kind (``+I``/``+U``);
 * key in both with equal values → nothing.
+
+``DiffRead`` also reads an OVERWRITE's ``ReplaceSplit`` (``overwrite.py``): the rows of the files it removed as
+``-D``, then those of the files it added as ``+I``, each side read (and, on primary-key tables, merged) as a full
+read reads it.
 """
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from .overwrite import ReplaceSplit
 
 ROW_KIND = "_row_kind"
 
@@ -49,7 +55,8 @@ def bucket_diffs(before_splits: Sequence, after_splits: Sequence) -> List[Bucket
 
 
 class DiffRead:
-    """Wraps the follower's ``TableRead``: ``BucketDiff`` splits are diffed, everything else is delegated."""
+    """Wraps the follower's ``TableRead``: ``BucketDiff`` splits are diffed, ``ReplaceSplit``s read as their
+    removed and added rows, everything else is delegated."""
 
     def __init__(self, inner, table, predicate=None, row_kind: bool = False) -> None:
         self.inner = inner
@@ -72,7 +79,31 @@ class DiffRead:
     def to_arrow_batch_reader(self, splits):
         if splits and all(isinstance(s, BucketDiff) for s in splits):
             return iter([b for s in splits for b in self._diff(s)])
+        if splits and all(isinstance(s, ReplaceSplit) for s in splits):
+            return (b for s in splits for b in self._replace(s))
         return self.inner.to_arrow_batch_reader(splits)
+
+    def _replace(self, r: ReplaceSplit) -> Iterator[pa.RecordBatch]:
+        """The rows an overwrite removed from this bucket (``-D``), then those it added (``+I``)."""
+        read = self._full_read()
+        out_schema = self._output_schema()
+        names = [f.name for f in out_schema]
+        for splits, kind in ((r.before, "-D"), (r.after, "+I")):
+            if not splits:
+                continue
+            reader = read.to_arrow_batch_reader(list(splits))
+            try:
+                for batch in reader:
+                    if not batch.num_rows:
+                        continue
+                    table = pa.Table.from_batches([batch])
+                    table = table.set_column(table.schema.get_field_index(ROW_KIND), ROW_KIND,
+                                             pa.array([kind] * table.num_rows, pa.string()))
+                    yield _shape(table, names, out_schema)
+            finally:
+                close = getattr(reader, "close", None)
+                if close is not None:
+                    close()
 
     def _output_schema(self) -> pa.Schema:
         from pypaimon.schema.data_types import PyarrowFieldParser

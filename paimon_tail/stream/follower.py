@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from dataclasses import dataclass
-from typing import AsyncIterator, Iterator, Optional
+from typing import AsyncIterator, Callable, Iterator, Optional
 
 import pyarrow as pa
 
@@ -61,6 +61,9 @@ class Follower:
         self.table = table
         self.ref = TableRef.of(table)
         self.stats = FollowStats()
+        # called with each notice (an overwrite skipped, ...) when the follow reaches it, after everything before
+        # it was handed out; they are kept in ``stats.notices`` too
+        self.on_notice: Optional[Callable[[str], None]] = None
         self.retry = StorageRetry(endpoint_of(table.file_io), o.effective_storage_timeout(), self.stats.health)
         # On an object store, data files are fetched ahead of decoding (storage/prefetch.py); --no-prefetch
         # (plan only after the previous snapshot is written) reads as on a local disk.
@@ -94,6 +97,20 @@ class Follower:
         arrays = list(batch.columns) + columns
         return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(list(batch.schema) + meta_fields()))
 
+    def _count_overwrite(self, planned: Planned) -> None:
+        if planned.kind == "diff":
+            self.stats.overwrites_skipped += len(planned.notices)
+        elif planned.commit_kind == "OVERWRITE" and planned.kind == "delta":
+            if planned.notices:
+                self.stats.overwrites_skipped += 1
+            else:
+                self.stats.overwrites_read += 1
+
+    def _notice(self, message: str) -> None:
+        self.stats.notices.append(message)
+        if self.on_notice is not None:
+            self.on_notice(message)
+
     async def _commit(self, next_snapshot_id: int) -> None:
         if self.consumers:
             await self.retry.call(self.consumers.set, self.options.consumer_id, next_snapshot_id)
@@ -115,6 +132,9 @@ class Follower:
                 if isinstance(item, BaseException):
                     raise item
                 planned: Planned = item
+                self._count_overwrite(planned)
+                for notice in planned.notices:
+                    self._notice(notice)
                 pending: Optional[FollowBatch] = None
                 stream = current = stream or self._open(planned)
                 async for split, batch in stream:

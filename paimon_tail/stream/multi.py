@@ -70,6 +70,14 @@ class MultiStats:
         return self.rows / elapsed if elapsed > 0 else 0.0
 
     @property
+    def overwrites_skipped(self) -> int:
+        return sum(s.overwrites_skipped for s in self.tables.values())
+
+    @property
+    def overwrites_read(self) -> int:
+        return sum(s.overwrites_read for s in self.tables.values())
+
+    @property
     def mechanism(self) -> str:
         return "/".join(sorted({s.mechanism for s in self.tables.values() if s.mechanism}))
 
@@ -113,6 +121,8 @@ class MultiFollower:
         self.catalog = _open_catalog(catalog)
         self.discover_interval = discover_interval
         self.on_event = on_event
+        # called with each table's notices (an overwrite skipped, ...), prefixed with the table's name
+        self.on_notice: Optional[Callable[[str], None]] = None
         self.stats = MultiStats()
         self.followers: Dict[str, Follower] = {}
         self._from_glob: set = set()
@@ -141,11 +151,14 @@ class MultiFollower:
         return any(p.is_glob for p in self.patterns) and not o.exit_at_end and o.until is None
 
     def _add(self, name: str, table, options: FollowOptions, from_glob: bool = False) -> Follower:
+        from .system import follower_of
+
         try:
-            follower = Follower(table, options)
+            follower = follower_of(table, options)
         except PaimonTailError as e:  # e.g. --select or --where naming a column this table lacks
             e.message = f"{name}: {e.message}"
             raise
+        follower.on_notice = lambda message: self.on_notice is not None and self.on_notice(f"{name}: {message}")
         self.followers[name] = follower
         self.stats.tables[name] = follower.stats
         if from_glob:
@@ -274,7 +287,9 @@ def follower_for(catalog, tables: Sequence[str], options: FollowOptions,
         # there is still named as typed in the error
         catalog = catalog.resolved()
     if len(patterns) == 1 and not patterns[0].is_glob:
-        return Follower(open_table(patterns[0].text, catalog), options)
+        from .system import follower_of  # a system table's (t$snapshots, ...) or a data table's
+
+        return follower_of(open_table(patterns[0].text, catalog), options)
     return MultiFollower(catalog, tables, options, on_event=on_event)
 
 

@@ -34,6 +34,9 @@ class FollowOptions:
     poll_interval: Optional[float] = None  # idle polling cadence (s); None: 0.25 on object stores, 0.5 locally
     storage_timeout: Optional[float] = None  # None: 60 s with exit_at_end, else wait out any outage; 0: forever
     batch_size: Optional[int] = 65536
+    # Paimon's streaming-read-overwrite: OVERWRITE snapshots read as -D/+I (True) or skipped with a notice (False);
+    # None: the table's own option (default false, as in Paimon)
+    read_overwrite: Optional[bool] = None
 
     def normalized(self) -> "FollowOptions":
         start = self.start if isinstance(self.start, StartPosition) else parse_start(self.start)

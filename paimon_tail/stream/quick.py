@@ -62,7 +62,7 @@ def nothing_to_read(catalog: CatalogConfig, tables: Sequence[str], options: Foll
     from ..storage.snapshots import SnapshotFiles
     from .positions import resolve_start
 
-    files = SnapshotFiles(LocalSnapshotManager(meta.path))
+    files = SnapshotFiles(LocalSnapshotManager(meta.path, meta.branch))
     try:
         resolved = resolve_start(o.start, files)
         if resolved is not None and resolved.full_snapshot_id is not None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
 
 from ..catalog import table_name
 from ..errors import PaimonTailError, SnapshotExpired, SnapshotGap, TableChanged, UsageError
@@ -24,9 +24,10 @@ from ..storage.prefetch import Prefetcher
 from ..storage.retry import StorageRetry
 from ..storage.snapshots import SnapshotFiles
 from .consumer import ConsumerStore
+from . import query_auth
 from .options import FollowOptions, _iso
 from .planner import SnapshotPlanner
-from .positions import ResolvedStart, resolve_start
+from .positions import ResolvedStart, resolve_end, resolve_start
 from .reads import SchemaReads
 from .stats import FollowStats
 from .walker import SnapshotWalker
@@ -48,6 +49,8 @@ class Planned:
     splits: list
     next_snapshot_id: int  # the consumer position once this is written
     reads: SchemaReads  # set up for the schema these splits were planned with
+    notices: List[str] = field(default_factory=list)  # said when it is reached (e.g. an overwrite skipped)
+    commit_kind: str = "APPEND"
 
     @property
     def table_read(self):
@@ -66,7 +69,9 @@ class DiffCatchUp(CatchUp):
     """``--catch-up diff``: the backlog up to the latest snapshot (or ``--until``) in one plan (folds history)."""
 
     async def plan(self, schedule: "Schedule", next_id: int) -> int:
-        planner, retry, until = schedule.planner, schedule.retry, schedule.options.until
+        planner, retry, until = schedule.planner, schedule.retry, schedule.until
+        if planner.table.is_primary_key_table:  # rows are paired by key: a masked key cannot be
+            query_auth.check_diff(planner.table, await retry.call(planner.query_auth))
         latest = await retry.call(planner.latest)
         if latest is None or latest.id < next_id:
             return next_id
@@ -74,8 +79,22 @@ class DiffCatchUp(CatchUp):
         if until is not None and until.snapshot_id is not None:
             end = await retry.call(planner.snapshot, min(latest.id, until.snapshot_id))
         plan = await retry.call(planner.diff_plan, next_id, end)
-        await schedule.emit(schedule.planned(end, "diff", plan.splits()))
+        planned = schedule.planned(end, "diff", plan.splits())
+        if not planner.table.is_primary_key_table:  # a primary-key diff compares states: overwrites are in it
+            planned.notices = await retry.call(_skipped_overwrites, planner, next_id, end)
+        await schedule.emit(planned)
         return end.id + 1
+
+
+def _skipped_overwrites(planner: SnapshotPlanner, first: int, end) -> List[str]:
+    """The lines of the OVERWRITE snapshots a diff of snapshots ``first`` to ``end`` skips."""
+    notices = []
+    for sid in range(first, end.id + 1):
+        snap = end if sid == end.id else planner.snapshot(sid)
+        summary = planner.skipped_overwrite(snap) if snap is not None else None
+        if summary is not None:
+            notices.append(summary.skipped())
+    return notices
 
 
 class GapPolicy:
@@ -110,7 +129,8 @@ class Schedule:
         self.consumers = consumers
         self.prefetcher = prefetcher
         self.reads = reads  # the newest schema's; each Planned keeps its own
-        self.planner = SnapshotPlanner(reads.new_scan(), bucket_filter=reads.keep)
+        self.planner = SnapshotPlanner(reads.new_scan(), bucket_filter=reads.keep, read_overwrite=options.read_overwrite)
+        self.until = options.until  # --until tag:NAME becomes its snapshot once the table is read (_plan)
         self.catch_up = CATCH_UPS[options.catch_up]
         self.gaps = GAP_POLICIES[options.on_gap]
         self._walker: Optional[SnapshotWalker] = None
@@ -168,8 +188,9 @@ class Schedule:
             self._walker = None
 
     # -- planning -------------------------------------------------------------------------------------------
-    def planned(self, snapshot, kind: str, splits) -> Planned:
-        return Planned(snapshot.id, snapshot.time_millis, kind, list(splits), snapshot.id + 1, self.reads)
+    def planned(self, snapshot, kind: str, splits, notices: Sequence[str] = ()) -> Planned:
+        return Planned(snapshot.id, snapshot.time_millis, kind, list(splits), snapshot.id + 1, self.reads,
+                       list(notices), snapshot.commit_kind)
 
     def _prefetch(self, planned: Sequence[Planned]) -> None:
         """On an object store: start fetching the data files of planned snapshots (within the byte budget)."""
@@ -196,15 +217,18 @@ class Schedule:
 
     async def _plan(self) -> None:
         o = self.options
+        self.until = await self.retry.call(resolve_end, o.until, self.planner.files)
         resolved = await self._resolve()
         self._note_latest()
         self.stats.start_id = resolved.full_snapshot_id or resolved.next_snapshot_id
         if resolved.full_snapshot_id is not None:
-            snap = await self.retry.call(self.planner.snapshot, resolved.full_snapshot_id)
+            snap = resolved.full_snapshot  # a tag's: read even when its snapshot has expired
+            if snap is None:
+                snap = await self.retry.call(self.planner.snapshot, resolved.full_snapshot_id)
             if snap is None:
                 raise SnapshotExpired(f"snapshot {resolved.full_snapshot_id} has expired", hint="use --from earliest")
             await self._check_schema(snap)
-            plan = await self.retry.call(self.planner.start_plan, snap)
+            plan = await self.retry.call(self.planner.start_plan, snap, resolved.created_after_ms)
             await self.emit(self.planned(snap, "full", plan.splits()))
         next_id = await self.catch_up.plan(self, resolved.next_snapshot_id)
         walker = self._walker_for_loop()
@@ -232,7 +256,7 @@ class Schedule:
                 # manifests are round trips on an object store), and handed out in order. Without prefetch, one
                 # at a time: a snapshot is planned only after the previous one is written.
                 plans = await asyncio.gather(*(self._delta_splits(snap) for snap in group))
-                planned = [self.planned(snap, "delta", splits) for snap, splits in zip(group, plans)]
+                planned = [self.planned(snap, "delta", splits, notices) for snap, (splits, notices) in zip(group, plans)]
                 self._prefetch(planned)  # all of them now: handing them out waits for the reader
                 for item in planned:
                     await self.emit(item)
@@ -274,7 +298,8 @@ class Schedule:
                         f"{o.consumer_id} --to {latest.id + 1}",
                     )
                 return ResolvedStart(next_snapshot_id=position)
-        resolved = await self.retry.call(resolve_start, o.start, self.planner.files)
+        resolved = await self.retry.call(resolve_start, o.start, self.planner.files,
+                                         self.planner.full_compaction_commits())
         if resolved is not None:
             await self.retry.call(self._check_start_before_end, resolved)
             return resolved
@@ -291,12 +316,13 @@ class Schedule:
     def _check_start_before_end(self, resolved: ResolvedStart) -> None:
         """``--until`` before the first snapshot ``--from`` resolves to would print nothing (or, for a full read,
         rows from after the end): refuse it."""
-        until = self.options.until
+        until = self.until
         if until is None:
             return
         first = resolved.full_snapshot_id or resolved.next_snapshot_id
         if until.snapshot_id is not None and first > until.snapshot_id:
-            raise UsageError(f"--until snapshot:{until.snapshot_id} is before snapshot {first}, the first that "
+            end = f"tag:{until.tag} (snapshot {until.snapshot_id})" if until.tag else f"snapshot:{until.snapshot_id}"
+            raise UsageError(f"--until {end} is before snapshot {first}, the first that "
                              f"--from {self.options.start} reads: nothing to read")
         if until.timestamp_ms is not None:
             snap = self.planner.snapshot(first)
@@ -306,7 +332,7 @@ class Schedule:
                                  "nothing to read")
 
     def _past_end(self, snapshot) -> bool:
-        until = self.options.until
+        until = self.until
         if until is None:
             return False
         if until.snapshot_id is not None and snapshot.id > until.snapshot_id:
@@ -322,7 +348,7 @@ class Schedule:
             time.time() * 1000 > until.timestamp_ms + UNTIL_CLOCK_SKEW_MS
 
     def _end_reached(self, next_id: int) -> bool:
-        until = self.options.until
+        until = self.until
         return until is not None and until.snapshot_id is not None and next_id > until.snapshot_id
 
     async def _check_schema(self, snapshot) -> None:
@@ -337,13 +363,16 @@ class Schedule:
             raise TableChanged(f"schema {snapshot.schema_id} of snapshot {snapshot.id} cannot be loaded")
         self.reads = SchemaReads(table, self.options, self.reads.keep)
         # the new planner keeps the old one's snapshot files: they know the latest snapshot
-        self.planner = SnapshotPlanner(self.reads.new_scan(), bucket_filter=self.reads.keep, files=self.planner.files)
+        self.planner = SnapshotPlanner(self.reads.new_scan(), bucket_filter=self.reads.keep, files=self.planner.files,
+                                       read_overwrite=self.options.read_overwrite)
         self.stats.schema_changes.append((snapshot.id, old, self.reads.schema_id))
 
-    async def _delta_splits(self, snap) -> list:
+    async def _delta_splits(self, snap) -> Tuple[list, List[str]]:
+        """The splits of a snapshot's changes, and what to say when it is reached (an overwrite skipped)."""
         if not self.planner.should_scan(snap):
-            return []
-        return list((await self.retry.call(self.planner.delta_plan, snap)).splits())
+            summary = await self.retry.call(self.planner.skipped_overwrite, snap)
+            return [], [summary.skipped()] if summary is not None else []
+        return list((await self.retry.call(self.planner.delta_plan, snap)).splits()), []
 
     # -- the table's latest snapshot, for the status ----------------------------------------------------------
     def _note_latest(self) -> None:

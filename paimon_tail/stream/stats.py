@@ -29,6 +29,9 @@ class FollowStats:
     mechanism: str = ""
     gaps: List[tuple] = field(default_factory=list)
     schema_changes: List[tuple] = field(default_factory=list)
+    notices: List[str] = field(default_factory=list)  # said as the follow reached them (overwrites skipped, ...)
+    overwrites_skipped: int = 0
+    overwrites_read: int = 0
     health: StorageHealth = field(default_factory=StorageHealth)
 
     @property

@@ -28,6 +28,9 @@ class TablePattern:
         except UsageError:
             raise UsageError(f"table {text!r} is not of the form DATABASE.TABLE (a glob such as 'shop.*' "
                              "is quoted in the shell)") from None
+        if "$" in table and _GLOB_CHARS & set(text):
+            raise UsageError(f"table {text!r}: a glob matches tables, not branches or system tables: name the "
+                             "table (shop.orders$snapshots)")
         return cls(database, table)
 
     @property

@@ -2,8 +2,9 @@
 
 What this module does
     * fetches the Paimon Java 0.9 jar (inside the ``pypaimon==0.2.0`` sdist) and
-      Hadoop's shaded client jars (inside the ``pyspark`` distribution, or the
-      venv's installed pyspark) from the package index, once, into
+      Hadoop's shaded client jars and RocksDB's (``rocksdbjni``: Paimon's cross-partition
+      bucket assigner keeps its key index in RocksDB) from inside the ``pyspark``
+      distribution (or the venv's installed pyspark) from the package index, once, into
       ``<repo>/.cache/java/jars`` (git-ignored);
     * compiles ``tests/java/src/PaimonFixtures.java`` with ``javac`` into
       ``<repo>/.cache/java/classes-<source hash>``;
@@ -57,6 +58,8 @@ PYPAIMON_SDIST = "pypaimon==0.2.0"
 PAIMON_JAR = "paimon-python-java-bridge-0.9.0.jar"
 PYSPARK = "pyspark==4.3.0"
 HADOOP_JARS = ("hadoop-client-api-", "hadoop-client-runtime-")
+#: jars taken from PySpark's distribution: Hadoop's client, and RocksDB for GlobalIndexAssigner
+SPARK_JARS = (*HADOOP_JARS, "rocksdbjni-")
 
 DB = "db"
 
@@ -136,13 +139,23 @@ def _extract(archive: Path, wanted, dest: Path) -> List[Path]:
     return out
 
 
-def _hadoop_jars_in_venv() -> List[Path]:
+def _spark_jars(directory: Path) -> List[Path]:
+    """The ``SPARK_JARS`` in ``directory``, one per prefix, or [] unless every one is there."""
+    found = []
+    for prefix in SPARK_JARS:
+        jars = sorted(directory.glob(f"{prefix}*.jar"))
+        if not jars:
+            return []
+        found.append(jars[-1])
+    return found
+
+
+def _spark_jars_in_venv() -> List[Path]:
     try:
         import pyspark  # type: ignore
     except Exception:
         return []
-    jars_dir = Path(pyspark.__file__).parent / "jars"
-    return [p for p in sorted(jars_dir.glob("hadoop-client-*.jar")) if p.name.startswith(HADOOP_JARS)]
+    return _spark_jars(Path(pyspark.__file__).parent / "jars")
 
 
 def ensure_jars() -> List[Path]:
@@ -157,20 +170,20 @@ def ensure_jars() -> List[Path]:
                 if not got:
                     raise JavaUnavailable(f"{PAIMON_JAR} not found in {sdist.name}")
                 shutil.move(str(got[0]), paimon)
-        hadoop = [p for p in sorted(JARS.glob("hadoop-client-*.jar")) if p.name.startswith(HADOOP_JARS)]
-        if len(hadoop) < 2:
-            venv = _hadoop_jars_in_venv()
-            if len(venv) >= 2:
+        spark = _spark_jars(JARS)
+        if not spark:
+            venv = _spark_jars_in_venv()
+            if venv:
                 for p in venv:
                     shutil.copy(p, JARS / p.name)
             else:
                 with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
                     dist = _pip_download(PYSPARK, Path(tmp))
-                    _extract(dist, lambda b: b.startswith(HADOOP_JARS) and b.endswith(".jar"), JARS)
-            hadoop = [p for p in sorted(JARS.glob("hadoop-client-*.jar")) if p.name.startswith(HADOOP_JARS)]
-            if len(hadoop) < 2:
-                raise JavaUnavailable("hadoop-client-api/runtime jars not found in pyspark")
-        return [paimon, *hadoop]
+                    _extract(dist, lambda b: b.startswith(SPARK_JARS) and b.endswith(".jar"), JARS)
+            spark = _spark_jars(JARS)
+            if not spark:
+                raise JavaUnavailable(f"{', '.join(SPARK_JARS)} jars not found in pyspark")
+        return [paimon, *spark]
 
 
 def ensure_compiled() -> str:

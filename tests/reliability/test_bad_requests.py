@@ -137,7 +137,8 @@ def test_bad_address_requests(svc):
             ([heartbeat], "INVALID_ARGUMENT", "bad executor hello: the first message of a Join call must be a hello"),
             ([hello(index=7)], "FAILED_PRECONDITION", "bad executor index 7: the service has 2 slot(s)"),
             ([hello(address="")], "FAILED_PRECONDITION", "bad executor hello: no address or instance id"),
-            ([hello(protocol_version=2)], "FAILED_PRECONDITION", "executor speaks protocol 2, the service 3"),
+            ([hello(protocol_version=2)], "FAILED_PRECONDITION",
+             f"executor speaks protocol 2, the service {PROTOCOL_VERSION}"),
             ([hello(warehouse="/elsewhere")], "FAILED_PRECONDITION",
              f"the executor reads warehouse /elsewhere, the service serves {os.path.abspath(svc['wh'].path)}")):
         code, details = join(svc["address"], reports)

@@ -1,6 +1,7 @@
 """Faults: killed and stopped executors, a crashed service, no service, bad tables, tokens."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -23,12 +24,36 @@ def table(warehouse):
 
 
 def test_missing_service(warehouse, table):
+    """No registration: the lookup waits a while for one (a serve that is starting), within its timeout, then
+    says so in one line."""
+    from paimon_tail.service.client.lookup_client import START_GRACE
+
     t0 = time.monotonic()
     with pytest.raises(ServiceError, match="no query service is registered for db.kv"):
-        LookupClient(table, catalog_config(warehouse.path)).lookup_sync([1])
+        LookupClient(table, catalog_config(warehouse.path), timeout=1).lookup_sync([1])
     assert time.monotonic() - t0 < 2
+    t0 = time.monotonic()
     r = run_cli("lookup", table, "1", "--warehouse", warehouse.path)
+    assert START_GRACE <= time.monotonic() - t0 < START_GRACE + 5
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "no query service" in r.stderr
+
+
+def test_a_lookup_rides_through_the_start_of_its_service(warehouse, table):
+    """The README's order: ``serve db.kv &`` then ``lookup db.kv 1`` at once. The lookup waits for the service
+    to register and load (on a terminal it says so) and answers."""
+    from ..terminal import Terminal
+
+    with Terminal(["lookup", table, "1", "7", "--warehouse", warehouse.path, "--timeout", "30"]) as term:
+        term.wait_for("waiting for db.kv to be served", 20)
+        svc = ServeProcess(warehouse.path, [table])
+        try:
+            assert term.wait_exit(60) == 0, term.history()
+            shown = term.history()
+            assert "v1" in shown and "v7" in shown, shown  # both rows, in the terminal's table
+            r = run_cli("lookup", table, "2", "--warehouse", warehouse.path)
+            assert r.returncode == 0 and json.loads(r.stdout)["v"] == "v2"
+        finally:
+            svc.stop()
 
 
 def test_unsupported_table(warehouse, table):

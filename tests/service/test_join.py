@@ -13,6 +13,7 @@ import pytest
 from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
+from paimon_tail.service.protocol import PROTOCOL_VERSION
 
 from ..processes import CliProcess
 from .conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, cli_cmd, wait_until
@@ -71,7 +72,7 @@ def test_executors_join_take_channels_and_hand_them_back(kv):
             assert st.channels == 16 and [len(e.channels) for e in st.executors] == [8, 8]
             assert all(e.info.joined and e.info.alive for e in st.executors)
             reg = json.load(open(f"{kv.path}/db.db/kv/service/service-paimon-tail-lookup"))
-            assert reg["protocol"] == 3 and reg["channels"] == 16
+            assert reg["protocol"] == PROTOCOL_VERSION and reg["channels"] == 16
             assert sorted(a["address"] for a in reg["assignment"]) == sorted(e.info.address for e in st.executors)
             assert sorted(c for a in reg["assignment"] for c in a["channels"]) == list(range(16))
 
@@ -107,6 +108,64 @@ def test_executors_join_take_channels_and_hand_them_back(kv):
         for j in joined:  # serve's clean stop tells them to stop: they exit 0
             assert j.wait(15) == 0, j.lines
             assert not any("Traceback" in line for line in j.lines), j.lines
+
+
+def test_keys_without_a_bucket_while_executors_join_and_leave(tmp_path):
+    """A dynamic-bucket table (Paimon's default, keys routed by no hash the client knows): lookups loop while an
+    executor joins (channels move to it) and one leaves; no key is ever answered missing that the table holds, or
+    found that it does not (the assignment fingerprint: an executor asked under another assignment says ask
+    again)."""
+    import threading
+
+    from .conftest import PK_SCHEMA
+
+    wh = Warehouse(str(tmp_path / "wh"))
+    wh.create("dyn", PK_SCHEMA, primary_keys=["id"], **{"dynamic-bucket.target-row-num": 100})
+    wh.write("dyn", [{"id": i, "dt": "x", "name": f"n{i}", "amount": i, "op": "+I"} for i in range(1500)])
+    oracle = wh.batch_read("dyn")
+    assert len(os.listdir(os.path.join(wh.path, "db.db", "dyn", "index"))) >= 10  # buckets were added
+    svc = ServeProcess(wh.path, ["db.dyn"], executors=0)
+    joined: List[Joined] = []
+    wrong: List[str] = []
+    stop = threading.Event()
+    rounds = [0]
+    try:
+        address = _coordinator(wh, "dyn")
+        joined = [Joined(wh.path, address), Joined(wh.path, address)]
+        svc.wait_ready()
+        keys = list(range(-20, 1520))
+        with LookupClient("db.dyn", catalog_config(wh.path), timeout=20) as c:
+            def loop():
+                while not stop.is_set():
+                    r = c.lookup_sync(keys)
+                    got = {row["id"]: row for row in r.rows.to_pylist()}
+                    if r.failed or got != {k[0]: v for k, v in oracle.items()}:
+                        wrong.append(f"round {rounds[0]}: {len(r.failed)} failed, {len(got)} found")
+                    one = c.get_sync(keys[rounds[0] % len(keys)])
+                    if one != oracle.get((keys[rounds[0] % len(keys)],)):
+                        wrong.append(f"round {rounds[0]}: one key")
+                    rounds[0] += 1
+
+            looper = threading.Thread(target=loop)
+            looper.start()
+            try:
+                time.sleep(1)
+                joined.append(Joined(wh.path, address))
+                assert joined[-1].announced.wait(30)
+                wait_until(lambda: sorted(len(e.channels) for e in c.status_sync().executors) == [5, 5, 6], 15)
+                time.sleep(1)
+                joined.pop(0).kill_all()
+                wait_until(lambda: sorted(len(e.channels) for e in c.status_sync().executors) == [8, 8], 15)
+                time.sleep(1)
+            finally:
+                stop.set()
+                looper.join(60)
+        assert not wrong, wrong[:5]
+        assert rounds[0] >= 5
+    finally:
+        assert svc.stop() == 0, svc.lines
+        for j in joined:
+            j.wait(15)
 
 
 def test_an_executor_the_service_refuses_says_why(kv, tmp_path):

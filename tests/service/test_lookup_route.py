@@ -65,3 +65,37 @@ def test_an_executor_that_cannot_take_calls_is_not_planned():
     with pytest.raises(Again, match="no executor serves these keys now"):
         op.settle()
     assert sorted(op.pending.tolist()) == [1, 3]
+
+
+# ------------------------------------------------------------------------- keys routed by slot
+def test_a_slotted_tables_keys_route_by_the_hash_of_their_trimmed_key():
+    """Dynamic-bucket, postpone and cross-partition tables: a key's routing bucket is its slot, Paimon's hash of the
+    trimmed primary key modulo KEY_SLOTS (bit for bit what bucket_hash computes for many keys), the same in the
+    plain-Python, vectorised and command-line paths."""
+    from paimon_tail.compat.table_meta import TableMeta
+    from paimon_tail.service.client.quick import _plan
+    from paimon_tail.service.keys.routing import KEY_SLOTS, TableRouting
+
+    fields = [{"id": 0, "dt": None, "name": "dt", "type": "STRING NOT NULL"},
+              {"id": 1, "name": "id", "type": "BIGINT NOT NULL"}, {"id": 2, "name": "v", "type": "STRING"}]
+    for options, pks, kind, route_keys in (({}, ["dt", "id"], "dynamic", ["id"]),
+                                           ({"bucket": "-2"}, ["dt", "id"], "postpone", ["id"]),
+                                           ({"bucket": "-1"}, ["id"], "cross-partition", ["id"]),
+                                           ({"bucket": "4"}, ["dt", "id"], "fixed", ["id"]),
+                                           ({"bucket": "4", "bucket-function.type": "mod"}, ["dt", "id"], "fixed",
+                                            ["id"])):
+        meta = TableMeta("db.t", "/nowhere", 0, [{k: v for k, v in f.items() if k != "dt"} for f in fields], pks,
+                         ["dt"], options)
+        routing = TableRouting.of(meta)
+        assert routing.kind == kind and routing.route_keys == route_keys
+        slotted = kind != "fixed" or "bucket-function.type" in options
+        assert routing.slotted == slotted and routing.routes == (KEY_SLOTS if slotted else 4)
+        keys = [{"dt": f"d{i % 3}", "id": i * 7919} for i in range(40)]
+        one = [routing.bucket(k) for k in keys]
+        many = routing.buckets_of(pa.table({"dt": [k["dt"] for k in keys],
+                                            "id": pa.array([k["id"] for k in keys], pa.int64())})).tolist()
+        assert one == many and len(set(one)) > (20 if slotted else 3) and all(0 <= b < routing.routes for b in one)
+        plan = _plan(meta, keys, None)
+        assert plan["buckets"] == one  # the command line's few keys route alike
+        if kind == "cross-partition":
+            assert routing.key_partition_keys == [] and len(set(plan["partitions"])) == 1

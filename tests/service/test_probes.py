@@ -79,7 +79,8 @@ def test_reflection_lists_describes_and_calls_like_grpcurl(served):
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     auth = (("authorization", f"Bearer {TOKEN}"),)
     assert _services(coordinator, auth) == ["grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection",
-                                            "paimon_tail.lookup.v1.AddressService"]
+                                            "paimon_tail.lookup.v1.AddressService",
+                                            "paimon_tail.lookup.v1.ExecutorService"]
     assert _services(executors[0], auth) == ["grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection",
                                              "paimon_tail.lookup.v1.ExecutorService"]
 
@@ -102,4 +103,17 @@ def test_reflection_lists_describes_and_calls_like_grpcurl(served):
                               response_deserializer=response_class.FromString)
         answer = json_format.MessageToDict(call(json_format.ParseDict({"table": "db.kv", "protocolVersion": 2},
                                                                       request_class()), metadata=auth, timeout=5))
+        # grpcurl -d '{"table": "db.kv", "key": [{"int": 7}, ...], "rowValues": true}' COORDINATOR .../Lookup:
+        # plain JSON keys, no bucket, the one registered address; the coordinator routes them
+        lookups = pool.FindServiceByName("paimon_tail.lookup.v1.ExecutorService").FindMethodByName("Lookup")
+        request_class = message_factory.GetMessageClass(lookups.input_type)
+        response_class = message_factory.GetMessageClass(lookups.output_type)
+        lookup = ch.unary_unary(f"/{lookups.containing_service.full_name}/Lookup",
+                                request_serializer=request_class.SerializeToString,
+                                response_deserializer=response_class.FromString)
+        rows = json_format.MessageToDict(lookup(json_format.ParseDict(
+            {"table": "db.kv", "key": [{"int": 7}, {"int": 1000}, {"int": 42}], "rowValues": True}, request_class()),
+            metadata=auth, timeout=10))
     assert answer["channels"] == 16 and sorted(e["address"] for e in answer["executors"]) == sorted(executors)
+    assert rows["found"] == [0, 2] and rows["columns"] == ["k", "v", "op"] and rows["snapshotId"] == "1"
+    assert [v.get("int") or v.get("text") for v in rows["values"]] == ["7", "v7", "+I", "42", "v42", "+I"]

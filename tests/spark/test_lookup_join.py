@@ -59,7 +59,11 @@ def tables(tmp_path_factory, serve):
     wh.create("versioned", VERSIONED, primary_keys=["id"], options={"bucket": "2"})
     wh.commit("versioned", [{"id": i, "version": 0, "status": "v0", "op": "+I"} for i in range(20)])
     wh.create("events", EVENTS)
-    serve(wh.path, "db.orders", "db.parts", "db.versioned")
+    # Paimon's default primary-key table: dynamic buckets (keys routed by no hash a client knows), small ones
+    wh.create("dyn_orders", ORDERS, primary_keys=["id"], options={"dynamic-bucket.target-row-num": "40"})
+    wh.commit("dyn_orders", [{"id": i, "status": "new", "amount": decimal.Decimal(i), "op": "+I"} for i in range(300)])
+    wh.commit("dyn_orders", [{"id": i, "status": None, "amount": None, "op": "-D"} for i in range(0, 300, 7)])
+    serve(wh.path, "db.orders", "db.parts", "db.versioned", "db.dyn_orders")
     return wh
 
 
@@ -155,6 +159,23 @@ def test_sql_function_equals_lookup_join(spark, tables):
     got = spark.sql(f"SELECT part(1, '{DAYS[1]}').name AS a, part(1, '{DAYS[0]}') AS b, part(2, '{DAYS[0]}').name AS c"
                     ).collect()[0]
     assert parts == "part" and got["a"] == "p1" and got["b"] is None and got["c"] == "p2"
+
+
+def test_dynamic_bucket_table_joins_as_spark_does(spark, tables):
+    """The join and the SQL function on Paimon's default primary-key table (dynamic buckets)."""
+    latest = tables.latest("dyn_orders")
+    assert tables.table("dyn_orders").bucket_mode().name == "HASH_DYNAMIC"
+    ev = _events(spark)
+    joined = paimon_tail.spark.lookup_join(ev, "db.dyn_orders", on="order_id", warehouse=tables.path,
+                                           min_snapshot=latest, snapshot_column="snap")
+    orders = _source(spark, tables, "db.dyn_orders", latest)
+    cols = ["event_id", "order_id", "kind", "status", "amount", "op"]
+    assert _rows(joined, cols) == _rows(ev.join(orders, ev.order_id == orders.id, "left").drop("id"), cols)
+    assert {r["snap"] for r in joined.collect()} == {latest}
+    paimon_tail.spark.register_lookup_function(spark, "db.dyn_orders", name="dyn", warehouse=tables.path,
+                                               min_snapshot=latest)
+    got = spark.sql("SELECT dyn(1).status AS a, dyn(7) AS b, dyn(1000) AS c").collect()[0]
+    assert (got["a"], got["b"], got["c"]) == ("new", None, None)
 
 
 def test_plain_python_join_equals_spark(spark, tables):

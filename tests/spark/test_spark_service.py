@@ -114,7 +114,7 @@ class SparkServe(CliProcess):
     def __init__(self, warehouse: str, tmp: Path) -> None:
         self.tmp = tmp
         super().__init__(
-            [sys.executable, "-m", "paimon_tail", "serve", "db.orders", "--warehouse", warehouse,
+            [sys.executable, "-m", "paimon_tail", "serve", "db.orders", "db.dyn", "--warehouse", warehouse,
              "--executors", "2", "--spark", "--master", "local[2]",
              "--spark-conf", "spark.ui.enabled=false", "--spark-conf", "spark.driver.host=127.0.0.1",
              "--spark-conf", "spark.driver.bindAddress=127.0.0.1"],
@@ -142,6 +142,11 @@ def orders_warehouse(path: str) -> Warehouse:
     w.write("orders", _rows(range(N), "v1"))
     w.write("orders", _rows(range(0, N, 7), "v2", "+U"))
     w.write("orders", _rows(range(3, N, 11), "gone", "-D"))
+    # Paimon's default primary-key table (dynamic buckets, added as they fill): keys routed by no client hash
+    w.create("dyn", PK_SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+             **{"dynamic-bucket.target-row-num": 20})
+    w.write("dyn", _rows(range(N), "v1"))
+    w.write("dyn", _rows(range(3, N, 11), "gone", "-D"))
     return w
 
 
@@ -193,6 +198,19 @@ def test_executors_are_spark_tasks_and_answer_like_the_batch_read(wh, served, cl
     # serve's stderr is serve's: none of the driver JVM's start-up lines (its log profile, the Hadoop warning)
     log = "\n".join(served.lines)
     assert not any(s in log for s in ("log4j", "NativeCodeLoader", "Setting default log level")), log[:3000]
+
+
+def test_a_dynamic_bucket_table_is_served_by_spark_tasks(wh, served):
+    oracle = wh.batch_read("dyn")
+    keys = _all_keys()
+    with LookupClient("db.dyn", catalog_config(wh.path), timeout=30) as c:
+        result = c.lookup_sync([{"id": i, "dt": d} for i, d in keys])
+        assert not result.failed
+        got = {(r["id"], r["dt"]): r for r in result.rows.to_pylist()}
+        assert got == {k: oracle[k] for k in keys if k in oracle} and len(got) > N // 2
+        assert c.get_sync({"id": 1, "dt": DATES[1]}) == oracle[(1, DATES[1])]
+        st = c.status_sync()
+    assert st.table_kind == "dynamic" and st.buckets > 9  # buckets were added as they filled
 
 
 def _status(wh):

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from contextlib import aclosing
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, AsyncIterator, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import grpc
 import numpy as np
@@ -43,6 +44,7 @@ from .core import (Again, Deadline, Lookup, LookupResult, LookupTimeout, OneKey,
                    unreachable_error)
 
 DEFAULT_BATCH = 10_000
+START_GRACE = 5.0  # seconds a lookup waits for a registration that is not there (a serve that is starting)
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
 _INT_TYPES = ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT")
 _TEXT_TYPES = ("STRING", "VARCHAR", "CHAR")
@@ -52,7 +54,8 @@ class LookupClient:
     def __init__(self, table, catalog: Optional[CatalogConfig] = None, *, warehouse: Optional[str] = None,
                  options: Mapping[str, str] | Sequence[str] = (), config_file: Optional[str] = None,
                  security: Optional[Security] = None, timeout: float = 10.0, call_timeout: float = 2.0,
-                 batch_size: int = DEFAULT_BATCH, max_in_flight: int = 64, share_calls: bool = True) -> None:
+                 batch_size: int = DEFAULT_BATCH, max_in_flight: int = 64, share_calls: bool = True,
+                 on_wait: Optional[Callable[[str], None]] = None) -> None:
         if isinstance(table, str):
             if catalog is None:
                 catalog = catalog_config(warehouse, options, config_file)
@@ -86,6 +89,7 @@ class LookupClient:
         # concurrent get_sync calls to one executor share gRPC calls (coalesce.py); share_calls=False: never
         self._coalescer = Coalescer(self._metadata, self._first_row) if share_calls else None
         self._no_partition = self.routing.partition_hash(())
+        self.on_wait = on_wait  # told (once a lookup) when it waits for a service to be registered
 
     # -- keys (no I/O) ------------------------------------------------------------------------------------
     def parse_keys(self, keys: Sequence[Any]) -> List[Dict[str, Any]]:
@@ -198,7 +202,8 @@ class LookupClient:
             request = pb.LookupRequest(table=self.name, buckets=(bucket,), select=select,
                                        min_snapshot_id=min_snapshot or 0, protocol_version=PROTOCOL_VERSION,
                                        keys_ipc=ipc_stream(self.parser.to_arrow([key])), row_values=True)
-        part_hash = routing.partition_hash(routing.partition_of(key)) if routing.partition_keys else self._no_partition
+        part_hash = routing.partition_hash(routing.partition_of(key)) if routing.key_partition_keys else \
+            self._no_partition
         return OneKey(self.name, request, bucket, part_hash, min_snapshot,
                       Deadline(self.timeout if timeout is None else timeout), self.call_timeout, self._first_row)
 
@@ -213,16 +218,27 @@ class LookupClient:
             return None
         return self._route
 
-    def _registration(self) -> regmod.Registration:
+    def _registration(self, deadline: Optional[Deadline] = None) -> regmod.Registration:
+        """The service's registration; with ``deadline``, one that is not there yet is waited for a while (a
+        ``serve`` starting: ``serve db.t &`` then ``lookup db.t 1`` at once), within the deadline. One that is
+        there but unreadable is named with what is wrong with it."""
+        path = regmod.service_file(self.meta.branch)
         try:
-            text = self.meta.read_text(regmod.SERVICE_FILE)
+            text = self.meta.read_text(path)
+            if text is None and deadline is not None:  # (a file that is there but unreadable is no service starting)
+                until = min(deadline.at, time.monotonic() + START_GRACE)
+                if self.on_wait is not None and until > time.monotonic():
+                    self.on_wait(f"waiting for {self.name} to be served")
+                while text is None and time.monotonic() < until:
+                    time.sleep(0.05)
+                    text = self.meta.read_text(path)
             why = regmod.problem_of(text)
         except ValueError as e:  # not UTF-8
             from ...storage.files import problem
 
             text, why = None, problem(e)
         reg = regmod.parse(text)
-        unreadable = f"its registration file {self.meta.path}/{regmod.SERVICE_FILE} {why.replace('it ', '', 1)}" \
+        unreadable = f"its registration file {self.meta.path}/{path} {why.replace('it ', '', 1)}" \
             if reg is None and why else None
         return check_registration(reg, self.name, self.security.tls, bool(self.security.token), unreadable)
 
@@ -251,7 +267,7 @@ class LookupClient:
         if self._route is not None and not force:
             return self._route
         self._bind_loop()
-        seen = [await asyncio.to_thread(self._registration)]
+        seen = [await asyncio.to_thread(self._registration, deadline)]
         within = discovery_deadline(seen[0], deadline)
 
         async def attempt() -> Route:
@@ -291,12 +307,16 @@ class LookupClient:
         """Latest merged rows for ``keys`` (mappings, scalars for one-column keys, tuples in key order, or an
         Arrow table / record batch with the key columns)."""
         self._bind_loop()
-        op = self._operation(keys, select, min_snapshot, timeout, parsed)
+        return await self._carry(self._operation(keys, select, min_snapshot, timeout, parsed))
 
+    async def _carry(self, op):
+        """Attempts of ``op`` (a ``Lookup`` or a ``OneKey``) until it settles: its calls at once, their outcomes
+        absorbed, retried by the one policy; its result."""
         async def attempt() -> None:
             route = await self.discover(op.deadline, force=op.attempts > 0)
             calls = op.plan(route)
-            outcomes = await asyncio.gather(*[self._send(c) for c in calls])
+            outcomes = [await self._send(calls[0])] if len(calls) == 1 else \
+                await asyncio.gather(*[self._send(c) for c in calls])
             for call, outcome in zip(calls, outcomes):
                 if op.absorb(call, outcome):
                     await self._drop_channel(call.address)
@@ -323,17 +343,7 @@ class LookupClient:
                   timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:
         """The latest row of one key as a dict, or None; a key the service cannot answer raises ``ServiceError``."""
         self._bind_loop()
-        op = self._one_key(key, select, min_snapshot, timeout)
-
-        async def attempt() -> None:
-            route = await self.discover(op.deadline, force=op.attempts > 0)
-            for call in op.plan(route):
-                if op.absorb(call, await self._send(call)):
-                    await self._drop_channel(call.address)
-            op.settle()
-
-        await run_async(attempt, lambda: retrying(op.deadline, op.give_up))
-        return op.result()
+        return await self._carry(self._one_key(key, select, min_snapshot, timeout))
 
     async def executors(self) -> pb.ExecutorsResponse:
         return (await self.discover(Deadline(self.timeout), force=True)).response
@@ -389,7 +399,7 @@ class LookupClient:
         route = self._route
         if route is not None and not force:
             return route
-        seen = [self._registration()]
+        seen = [self._registration(deadline)]
         within = discovery_deadline(seen[0], deadline)
 
         def attempt() -> Route:

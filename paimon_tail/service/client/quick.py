@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
 from ...compat.table_meta import TableMeta
 from ..keys import binary_row
+from ..keys import kinds as table_kinds
 from ..protocol import PROTOCOL_VERSION, ipc_py
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
@@ -54,7 +55,8 @@ class FewRows:
 
 def lookup_keys(table: str, texts: Sequence[str], catalog: "CatalogConfig", *, security: Security,
                 select: Optional[Sequence[str]] = None, min_snapshot: Optional[int] = None, timeout: float = 10.0,
-                values: bool = True) -> Union[FewRows, "LookupResult"]:
+                values: bool = True, on_wait: Optional[Callable[[str], None]] = None
+                ) -> Union[FewRows, "LookupResult"]:
     """Keys as a command line writes them (``42``, ``id=42,dt=2026-11-01``), answered the quickest way that can:
     without pyarrow when ``values`` (the caller takes ``FewRows``), no ``min_snapshot`` is asked for and the table is
     local and plain, within half of ``timeout``; else ``LookupClient`` answers (a ``LookupResult``) within the time
@@ -72,7 +74,8 @@ def lookup_keys(table: str, texts: Sequence[str], catalog: "CatalogConfig", *, s
                 return few
     from .lookup_client import LookupClient
 
-    client = LookupClient(table, catalog, security=security, timeout=max(0.1, timeout - (time.monotonic() - started)))
+    client = LookupClient(table, catalog, security=security, timeout=max(0.1, timeout - (time.monotonic() - started)),
+                          on_wait=on_wait)
     try:
         return client.lookup_sync([client.parser.from_text(k) for k in texts], select=select,
                                   min_snapshot=min_snapshot, parsed=True)
@@ -88,7 +91,7 @@ def lookup_few(meta: TableMeta, keys: List[Dict[str, Any]], *, security: Securit
         plan = _plan(meta, keys, select)
         if plan is None:
             return None
-        reg = regmod.parse(meta.read_text(regmod.SERVICE_FILE))
+        reg = regmod.parse(meta.read_text(regmod.service_file(meta.branch)))
         if reg is None or not reg.is_live() or not reg.addresses or (reg.tls and not security.tls) \
                 or (reg.auth == "token" and not security.token):
             return None
@@ -98,22 +101,25 @@ def lookup_few(meta: TableMeta, keys: List[Dict[str, Any]], *, security: Securit
 
 
 def servable(meta: TableMeta) -> bool:
-    """A primary-key table with fixed buckets and Paimon's bucket function (else ``LookupClient`` says why not)."""
-    return bool(meta.primary_keys) and meta.num_buckets >= 1 and \
-        meta.options.get("bucket-function.type", "default").lower() == "default"
+    """A primary-key table (else ``LookupClient`` says why not)."""
+    return bool(meta.primary_keys)
 
 
 def _plan(meta: TableMeta, keys, select) -> Optional[dict]:
+    """Each key's routing bucket (its bucket, or its slot: ``keys/kinds.py``) and partition hash, as
+    ``TableRouting`` computes them."""
     if not servable(meta):
         return None
     if select and any(c not in meta.field_names for c in select):
         return None
     kinds = [(k, ipc_py.kind_of_paimon(meta.type_name(k))) for k in meta.primary_keys]
-    bucket_types = [meta.type_name(k) for k in meta.bucket_keys]
-    partition_types = [meta.type_name(k) for k in meta.partition_keys]
-    buckets = [binary_row.bucket(binary_row.row_hash([key[k] for k in meta.bucket_keys], bucket_types),
-                                 meta.num_buckets) for key in keys]
-    partitions = [binary_row.row_hash([key[k] for k in meta.partition_keys], partition_types) for key in keys]
+    columns, partition_keys = table_kinds.routing_columns(meta), table_kinds.key_partition_keys(meta)
+    route_types = [meta.type_name(k) for k in columns]
+    partition_types = [meta.type_name(k) for k in partition_keys]
+    routes = table_kinds.routes(meta)
+    buckets = [binary_row.bucket(binary_row.row_hash([key[k] for k in columns], route_types), routes)
+               for key in keys]
+    partitions = [binary_row.row_hash([key[k] for k in partition_keys], partition_types) for key in keys]
     return {"kinds": kinds, "buckets": buckets, "partitions": partitions}
 
 

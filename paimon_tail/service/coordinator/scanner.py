@@ -14,11 +14,19 @@ Messages (``lookup.proto``, on each executor's Join stream; ``protocol/changes.p
 
 Deletion-vector tables get ``BucketChange.replace`` (the bucket's full split from a plan, with its deletion
 files) because deletion vectors live in index manifests, not in the data-file entries.
+
+Every bucket a batch read sees is sent, whatever the table's bucket mode: fixed, dynamic (buckets appear as they
+fill), cross-partition, postpone (the compacted buckets, each partition with its own count). A fixed-bucket
+table's bucket goes to the owner of its channel; any other table's buckets go to every executor, which indexes
+the keys of its channels in each (keys are routed by slot: ``keys/routing.py``). Files still in
+``bucket-postpone`` (bucket -2) are invisible to batch reads and so to lookups; the scanner only counts them
+(``TableLayout``, shown by ``service status``).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ...atomic_file import local_path
@@ -40,12 +48,25 @@ ADD, DELETE = 0, 1
 SERVICE_REMOTE_POLL_INTERVAL = 0.3
 
 
+@dataclass(frozen=True)
+class TableLayout:
+    """What ``service status`` says of a table beside its executors, at the scanner's snapshot."""
+
+    kind: str = ""  # TableRouting.kind: fixed, dynamic, cross-partition, postpone
+    schema_id: int = 0
+    buckets: int = 0  # (partition, bucket)s with files a batch read sees
+    partitions: int = 0
+    postponed_files: int = 0  # data files in bucket-postpone (postpone tables), not visible yet
+
+
 def full_buckets(planner: SnapshotPlanner, snapshot, keep: Optional[Callable[[BucketKey], bool]] = None
                  ) -> Dict[BucketKey, BucketFiles]:
     """Every bucket's live files at ``snapshot`` (what a batch read of it reads), with deletion vectors."""
     plan = planner.full_plan(snapshot)
     out: Dict[BucketKey, BucketFiles] = {}
     for split in plan.splits():
+        if split.bucket < 0:  # bucket-postpone: no batch read sees it
+            continue
         key = (tuple(split.partition.values), split.bucket)
         if keep is not None and not keep(key):
             continue
@@ -80,6 +101,25 @@ def delta_changes(table, snapshot) -> Dict[BucketKey, BucketChange]:
     return changes
 
 
+def postponed_files(table, snapshot) -> Set[str]:
+    """The data files of ``snapshot`` in bucket-postpone (bucket -2): written, but not visible to batch reads until
+    a compaction gives them a bucket."""
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    files: Set[str] = set()
+    reader = ManifestFileManager(table)
+    for manifest in ManifestListManager(table).read_all(snapshot):
+        for entry in reader.read(manifest.file_name, drop_stats=True):
+            if entry.bucket >= 0:
+                continue
+            if entry.kind == ADD:
+                files.add(entry.file.file_name)
+            else:
+                files.discard(entry.file.file_name)
+    return files
+
+
 class TableScanner:
     def __init__(self, name: str, table, registry: Registry, health: Optional[StorageHealth] = None,
                  poll_interval: Optional[float] = None) -> None:
@@ -99,14 +139,40 @@ class TableScanner:
         self.snapshot = None  # last snapshot sent
         self.snapshots_sent = 0
         self.error: Optional[BaseException] = None
+        self._files: Dict[BucketKey, int] = {}  # data files a batch read sees, per bucket (``layout``)
+        self._postponed: Set[str] = set()  # data files in bucket-postpone
+
+    # -- layout (service status) --------------------------------------------------------------------------
+    def layout(self) -> TableLayout:
+        snap = self.snapshot
+        return TableLayout(self.routing.kind, snap.schema_id if snap is not None else 0, len(self._files),
+                           len({k[0] for k in self._files}), len(self._postponed))
+
+    def _laid_out(self, snapshot, buckets: Dict[BucketKey, BucketFiles]) -> None:
+        """The layout of a full state (``buckets``: every bucket at ``snapshot``)."""
+        self._files = {k: len(bf.files) for k, bf in buckets.items() if bf.files}
+        if self.routing.kind == "postpone":
+            self._postponed = postponed_files(self.table, snapshot)
+
+    def _relaid(self, changes: Dict[BucketKey, BucketChange]) -> None:
+        """A snapshot's changes to the layout; bucket-postpone's leave ``changes`` (executors never see them)."""
+        for key in [k for k in changes if k[1] < 0]:
+            change = changes.pop(key)
+            self._postponed.update(m.file_name for m in change.adds)
+            self._postponed.difference_update(m.file_name for m in change.deletes)
+        for key, change in changes.items():
+            count = self._files.get(key, 0) + len(change.adds) - len(change.deletes)
+            if count > 0:
+                self._files[key] = count
+            else:
+                self._files.pop(key, None)
 
     # -- assignment ---------------------------------------------------------------------------------------
-    def owner(self, partition: Tuple, bucket: int) -> int:
-        a = self.registry.assignment
-        return a.owners[self.routing.channel_of(partition, bucket, a.channels)]
-
     def holders(self, partition: Tuple, bucket: int) -> Tuple[int, ...]:
-        """Its owner, and the executor loading it to become the owner (``Registry.warm``)."""
+        """Its owner, and the executor loading it to become the owner (``Registry.warm``); every executor for a
+        table whose keys are routed by slot (each indexes its channels' keys in every bucket)."""
+        if self.routing.slotted:
+            return tuple(self.registry.indices())
         return self.registry.holders(self.routing.channel_of(partition, bucket, self.registry.assignment.channels))
 
     def request_full(self, index: int) -> None:
@@ -141,6 +207,7 @@ class TableScanner:
 
     async def _process(self, snapshot) -> None:
         changes = await self.retry.call(self._delta_entries, snapshot)
+        self._relaid(changes)
         targets = set(self.resync)
         full = None
         if targets or (self.mode == "dv" and changes):
@@ -189,6 +256,7 @@ class TableScanner:
                 await self.retry.call(self.planner.latest)
         first = snapshot
         buckets = await self.retry.call(self._full_buckets, first)
+        await self.retry.call(self._laid_out, first, buckets)
         self.resync |= set(self.registry.indices())
         self._send_full(first, set(self.resync), buckets)
         self.snapshot = first
@@ -200,6 +268,7 @@ class TableScanner:
                 log.warning("%s: %s; resending full state", self.name, gap)
                 latest = await self.retry.call(self.planner.latest)
                 buckets = await self.retry.call(self._full_buckets, latest)
+                await self.retry.call(self._laid_out, latest, buckets)
                 self._send_full(latest, set(self.registry.indices()), buckets)
                 self.snapshot = latest
                 next_id = latest.id + 1

@@ -28,6 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set
 import grpc
 
 from ...catalog import CatalogConfig, open_table
+from ...stream import query_auth
 from ...errors import ServiceError, UsageError
 from ...storage.retry import StorageHealth
 from ..executor.runner import ExecutorSpec
@@ -36,13 +37,14 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
 from ..protocol.addresses import NoAddress, advertised
-from ..protocol.probes import ADDRESS_SERVICE, Probes
+from ..protocol.probes import ADDRESS_SERVICE, EXECUTOR_SERVICE, Probes
 from ..protocol.security import Security, add_port, is_loopback, server_options
 from .assignment import default_channels
 from .launcher import ExecutorLauncher, LocalProcesses
 from .lease import ACTIVE, DRAINING, STANDBY, STOPPED, Lease
 from .registry import Registry
-from .scanner import TableScanner
+from .routed_lookups import RoutedLookups
+from .scanner import TableLayout, TableScanner
 from .servicer import AddressServicer
 
 log = logging.getLogger(__name__)
@@ -118,6 +120,7 @@ class QueryService:
         self.service_id = regmod.new_service_id()
         self.tables: Dict[str, object] = {}
         self.scanners: Dict[str, TableScanner] = {}
+        self.routed: Optional[RoutedLookups] = None
         self.health: Dict[str, StorageHealth] = {name: StorageHealth() for name in options.tables}
         self.launcher: Optional[ExecutorLauncher] = options.launcher
         if self.launcher is None and self.num_executors:
@@ -152,6 +155,9 @@ class QueryService:
         catalog = self.catalog.open()
         for name in self.options.tables:
             table = open_table(name, catalog)
+            if not hasattr(table, "current_branch"):
+                raise UsageError(f"{name} is a system table: the query service serves a table or TABLE$branch_NAME")
+            query_auth.refuse(table, "serve", "its executors answer lookups from the data files themselves", name)
             check_supported(table)
             self.tables[name] = table
 
@@ -183,13 +189,14 @@ class QueryService:
                                       interceptors=o.security.server_interceptors())
         from ... import __version__
 
-        pbg.add_AddressServiceServicer_to_server(
-            AddressServicer(self.registry, lambda: self.address, __version__,
-                            outage=lambda table: self.health[table].outage if table in self.health else None,
-                            schema_id=self._schema_id, lease=self.lease),
-            self.server,
-        )
-        self.probes.add_to(self.server, [ADDRESS_SERVICE])
+        addresses = AddressServicer(self.registry, lambda: self.address, __version__,
+                                    outage=lambda table: self.health[table].outage if table in self.health else None,
+                                    layout=self._layout, lease=self.lease)
+        pbg.add_AddressServiceServicer_to_server(addresses, self.server)
+        # lookups of keys a client does not route itself (grpcurl): routed here, by the lookup client's core
+        self.routed = RoutedLookups(self.tables, o.security, addresses.standing_by)
+        pbg.add_ExecutorServiceServicer_to_server(self.routed, self.server)
+        self.probes.add_to(self.server, [ADDRESS_SERVICE, EXECUTOR_SERVICE])
         if o.port:
             check_can_listen(o.host, o.port)  # before gRPC, whose own log line would come first and say less
         try:
@@ -302,9 +309,9 @@ class QueryService:
                 scanner.request_full(index)
         self._registration_due.set()
 
-    def _schema_id(self, table: str) -> int:
+    def _layout(self, table: str) -> TableLayout:
         scanner = self.scanners.get(table)
-        return scanner.snapshot.schema_id if scanner is not None and scanner.snapshot is not None else 0
+        return scanner.layout() if scanner is not None else TableLayout()
 
     async def _supervise(self) -> None:
         o = self.options
@@ -448,6 +455,8 @@ class QueryService:
         if self.server is not None:
             await self.server.stop(0.5)
             self.server = None
+        if self.routed is not None:
+            await self.routed.close()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
             self._metrics_server.server_close()

@@ -13,6 +13,7 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from .lease import ACTIVE, Lease
 from .registry import JoinRefused, Member, Registry
+from .scanner import TableLayout
 
 log = logging.getLogger(__name__)
 
@@ -22,20 +23,21 @@ HELLO_TIMEOUT = 10.0
 class AddressServicer(pbg.AddressServiceServicer):
     def __init__(self, registry: Registry, address: Callable[[], str], version: str,
                  outage: Callable[[str], Optional[Outage]] = lambda table: None,
-                 schema_id: Callable[[str], int] = lambda table: 0, lease: Optional[Lease] = None) -> None:
+                 layout: Callable[[str], TableLayout] = lambda table: TableLayout(),
+                 lease: Optional[Lease] = None) -> None:
         self.registry = registry
         self.lease = lease
         self.address = address
         self.version = version
         self.outage = outage
-        self.schema_id = schema_id
+        self.layout = layout
 
     async def _check_table(self, table: str, context) -> None:
         if table and table not in self.registry.tables:
             await context.abort(grpc.StatusCode.NOT_FOUND,
                                 f"table {table} is not served here (serving {', '.join(self.registry.tables)})")
 
-    def _standing_by(self) -> Optional[str]:
+    def standing_by(self) -> Optional[str]:
         """Why this coordinator does not coordinate now (a standby, or one handing over), or None."""
         lease = self.lease
         if lease is None or lease.role == ACTIVE:
@@ -46,15 +48,15 @@ class AddressServicer(pbg.AddressServiceServicer):
 
     async def Executors(self, request, context):
         await self._check_table(request.table, context)
-        why = self._standing_by()
+        why = self.standing_by()
         if why is not None:  # clients try the next address (UNAVAILABLE is what they retry)
             await context.abort(grpc.StatusCode.UNAVAILABLE, why)
         return self.registry.executors(request.table, request.protocol_version)
 
     async def Standby(self, request, context):
         lease = self.lease
-        if lease is None or self._standing_by() is not None:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, self._standing_by() or "no standbys here")
+        if lease is None or self.standing_by() is not None:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, self.standing_by() or "no standbys here")
         reg = self.registry
         if request.warehouse.rstrip("/") != reg.warehouse or sorted(request.tables) != sorted(reg.tables):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "a standby must serve the same tables of the "
@@ -99,6 +101,7 @@ class AddressServicer(pbg.AddressServiceServicer):
             ))
         outage = self.outage(request.table)
         lease = self.lease
+        layout = self.layout(request.table)
         return pb.StatusResponse(
             role=lease.role if lease is not None else "active", epoch=lease.epoch if lease is not None else 0,
             standbys=sorted(lease.standbys) if lease is not None else [],
@@ -106,7 +109,8 @@ class AddressServicer(pbg.AddressServiceServicer):
             num_executors=len(out), executors=out, tables=reg.tables, version=self.version,
             storage_error=outage.cause if outage else "",
             storage_error_since_ms=int(outage.since * 1000) if outage else 0,
-            channels=reg.assignment.channels, schema_id=self.schema_id(request.table),
+            channels=reg.assignment.channels, schema_id=layout.schema_id, table_kind=layout.kind,
+            buckets=layout.buckets, partitions=layout.partitions, postponed_files=layout.postponed_files,
         )
 
     async def Join(self, request_iterator, context):
@@ -118,7 +122,7 @@ class AddressServicer(pbg.AddressServiceServicer):
         if not first.HasField("hello"):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad executor hello: the first message of a "
                                 "Join call must be a hello")
-        why = self._standing_by()
+        why = self.standing_by()
         hello = first.hello
         if why is not None and not (hello.index >= 0 and hello.service_id == self.registry.service_id):
             await context.abort(grpc.StatusCode.UNAVAILABLE, why)  # (its own executors join it while it stands by)

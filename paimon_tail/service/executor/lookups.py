@@ -20,11 +20,12 @@ from typing import Dict, List, Mapping, Optional, Protocol, Sequence
 import numpy as np
 import pyarrow as pa
 
+from ..keys.bucket_hash import channels_of
 from ..keys.routing import partition_path
 from ..metrics import LookupStats
 from ..protocol import lookup_pb2 as pb
 from ..protocol.changes import BucketKey
-from ..protocol.wire import ipc_stream, stream_of
+from ..protocol.wire import ipc_stream, stream_of, value_kind
 from ..store.runs import positions_by_code
 from .state import TableState, View
 
@@ -121,8 +122,9 @@ class Lookups:
     # -- keys as typed values (no Arrow on the way in; rows as values on the way out when asked) ----------------
     async def _typed(self, state: TableState, request, time_remaining):
         """Keys given as ``LookupRequest.key`` (one, or several in protocol 3): each found through its bucket's key
-        index and read from the batch that holds its row — no Arrow table of keys, no vectorised machinery for a
-        few keys. Rows go back as protobuf values (``row_values``, plain column types) or as Arrow IPC."""
+        index (a slotted table's: each store of its partition here in turn) and read from the batch that holds its
+        row — no Arrow table of keys, no vectorised machinery for a few keys. Rows go back as protobuf values
+        (``row_values``, plain column types) or as Arrow IPC."""
         kinds = state.key_kinds
         width = len(kinds)
         raw = request.key
@@ -139,10 +141,8 @@ class Lookups:
                 raise Refused(Why.INVALID, f"keys do not fit the key columns: a {got} value "
                               f"for a {kind} column")
             values.append(value.int if kind == "int" else value.text)
-        num_buckets = state.routing.num_buckets
-        for b in buckets:
-            if not 0 <= b < num_buckets:
-                raise Refused(Why.INVALID, "bucket out of range")
+        routing = state.routing
+        self._check_buckets(routing, buckets)
         view = await self._view(state, request, time_remaining) if request.min_snapshot_id > 0 else state.view
         if not view.ready:
             raise Refused(Why.UNAVAILABLE, f"executor {self.ex.index} is still loading {state.name}")
@@ -153,41 +153,39 @@ class Lookups:
         target = state.target(view, columns)
         parts = state.partition_positions
         answering = view.answering
-        hasher = state.hasher
         hits: list = []  # (position, run, row) of an exact store, or (position, None, one-row table)
         failed: dict = {}  # reason → (positions, retry)
         cold = False
+        slotted = state.slotted
         for i in range(n):
             kv = values[i * width:(i + 1) * width]
-            key = (tuple([kv[j] for j in parts]) if parts else (), buckets[i])
-            store = answering.get(key, _NOT_HERE)
-            if store is _NOT_HERE:
-                problem = self._problem(state, view, key)
-                if problem is not None:
-                    if request.protocol_version < 2:
-                        raise Refused(problem.code, problem.reason)
-                    failed.setdefault(problem.reason, ([], problem.retry))[0].append(i)
-                continue  # (None: a served bucket without rows yet)
-            if store is None:
-                continue
-            if store.exact:
-                v = kv[0]
-                if not -_SIGN <= v < _SIGN:
-                    raise Refused(Why.INVALID, "keys do not fit the key columns: out of range")
-                hit = store.find_one(hasher.one(v))
-                if hit is not None:
-                    hits.append((i, hit[0], hit[1]))
-                    cold = cold or not hit[0].built
+            partition = tuple([kv[j] for j in parts]) if parts else ()
+            bucket = buckets[i]
+            if bucket < 0:  # the caller did not compute it: the executor does
+                bucket = routing.bucket(dict(zip(state.key_names, kv)))
+            if slotted:  # the key's slot: every store of its partition here indexes the keys of this executor's slots
+                problem = self._channel_problem(state, view, state.channel_of((partition, bucket)))
+                stores = () if problem is not None else _candidates(view, partition, self._hash_one(state, kv))
             else:
-                keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, kv)}, schema=state.key_schema)
-                h, h2 = hasher.hashes(keys)
-                if state.warm(view):
-                    req, rows = store.lookup(keys, h, h2, target)
-                else:
-                    req, rows = await asyncio.get_running_loop().run_in_executor(
-                        ex.pool, store.lookup, keys, h, h2, target)
-                if len(req):
-                    hits.append((i, None, rows))
+                store = answering.get((partition, bucket), _NOT_HERE)
+                problem = self._problem(state, view, (partition, bucket)) if store is _NOT_HERE else None
+                stores = () if store is None or store is _NOT_HERE else (store,)  # (None: no rows yet)
+            if problem is not None:
+                if request.protocol_version < 2:
+                    raise Refused(problem.code, problem.reason)
+                failed.setdefault(problem.reason, ([], problem.retry))[0].append(i)
+                continue
+            hit = None
+            for store in stores:
+                hit = await self._probe(state, view, store, kv, target)
+                if hit is not None:
+                    hits.append((i, *hit))
+                    cold = cold or (hit[0] is not None and not hit[0].built)
+                    break
+            if hit is None and slotted:
+                problem = self._broken(state, view, partition)
+                if problem is not None:
+                    failed.setdefault(problem.reason, ([], problem.retry))[0].append(i)
         kinds_out = _value_kinds(target) if request.row_values else None
         response = pb.LookupResponse(snapshot_id=view.snapshot_id, schema_id=view.schema_id)
         if failed:
@@ -203,6 +201,39 @@ class Lookups:
         elif kinds_out is None:
             response.rows_ipc = state.empty_rows(view, columns)
         return response
+
+    @staticmethod
+    def _hash_one(state: TableState, kv: list) -> int:
+        """One key's index hash (``store/keys.py``), as a Python int."""
+        if state.hasher.exact:
+            return state.hasher.one(kv[state.exact_position])
+        keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, kv)}, schema=state.key_schema)
+        return int(state.hasher.hashes(keys)[0][0])
+
+    async def _probe(self, state: TableState, view: View, store, kv: list, target):
+        """One key (its values ``kv`` in key order) in one bucket's store: (run, row) of an exact store, (None,
+        one-row table) otherwise, or None when the store does not hold it."""
+        if store.exact:
+            v = kv[state.exact_position]
+            if not -_SIGN <= v < _SIGN:
+                raise Refused(Why.INVALID, "keys do not fit the key columns: out of range")
+            return store.find_one(state.hasher.one(v))
+        keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, kv)}, schema=state.key_schema)
+        h, h2 = state.hasher.hashes(keys)
+        if state.warm(view):
+            req, rows = store.lookup(keys, h, h2, target)
+        else:
+            req, rows = await asyncio.get_running_loop().run_in_executor(
+                self.ex.pool, store.lookup, keys, h, h2, target)
+        return (None, rows) if len(req) else None
+
+    @staticmethod
+    def _check_buckets(routing, buckets) -> None:
+        """Routing buckets are -1 (the executor computes it) or below the table's buckets (or key slots)."""
+        if not len(buckets):
+            return
+        if min(buckets) < -1 or max(buckets) >= routing.routes:
+            raise Refused(Why.INVALID, "bucket out of range")
 
     @staticmethod
     def _rows(state: TableState, view: View, columns, target, hits: list, kinds_out, response) -> None:
@@ -256,8 +287,12 @@ class Lookups:
         if n and any(keys.column(k).null_count for k in state.key_names):
             raise Refused(Why.INVALID, "primary-key values cannot be null")
         buckets = np.asarray(request.buckets, dtype=np.int64)
-        if n and (buckets.min() < 0 or buckets.max() >= state.routing.num_buckets):
-            raise Refused(Why.INVALID, "bucket out of range")
+        routing = state.routing
+        if n:
+            self._check_buckets(routing, (int(buckets.min()), int(buckets.max())))
+            if buckets.min() < 0:  # routing buckets the caller did not compute
+                unknown = buckets < 0
+                buckets[unknown] = routing.buckets_of(keys.filter(pa.array(unknown)))
         view = await self._view(state, request, time_remaining)
         columns = self._columns(view, request)
         ex.requests += 1
@@ -275,14 +310,17 @@ class Lookups:
     def answer(self, state: TableState, view: View, keys: pa.Table, buckets: np.ndarray, columns, v1: bool,
                ordered: bool = True):
         """(request positions found, their rows as Arrow IPC, FailedKeys) — raises ``Refused`` for version 1.
-        ``ordered``: the rows in request order (else as the buckets gave them, ``any_order``)."""
+        ``buckets``: each key's routing bucket (its bucket, or its slot on a slotted table). ``ordered``: the rows
+        in request order (else as the buckets gave them, ``any_order``)."""
         n = keys.num_rows
         if n == 0:
             return [], state.empty_rows(view, columns), []
         h_all, h2_all = state.hasher.hashes(keys)
         target = state.target(view, columns)
         found_idx, tables, failed = [], [], []
-        for key, sel in _groups(state.routing.partition_keys, keys, buckets):
+        if state.slotted:
+            self._slotted(state, view, keys, buckets, h_all, h2_all, target, v1, found_idx, tables, failed)
+        for key, sel in () if state.slotted else _groups(state.routing.key_partition_keys, keys, buckets):
             problem = self._problem(state, view, key)
             if problem is not None:
                 if v1:
@@ -314,6 +352,72 @@ class Lookups:
             found = found[order]
         return found.tolist(), ipc_stream(table), failed
 
+    def _slotted(self, state: TableState, view: View, keys: pa.Table, slots: np.ndarray, h_all: np.ndarray,
+                 h2_all: Optional[np.ndarray], target, v1: bool, found_idx: list, tables: list, failed: list) -> None:
+        """Keys of a slotted table: those of a channel this executor does not serve now are named (loading,
+        moved); the others are looked for in every store of their partition, each indexing the keys of this
+        executor's channels, until found."""
+        n = keys.num_rows
+        routing = state.routing
+        channels = channels_of(routing.partition_hashes_of(keys), slots, state.channels)
+        served = np.isin(channels, np.fromiter(view.served, dtype=np.int64, count=len(view.served)))
+        for channel in np.unique(channels[~served]).tolist():
+            positions = np.flatnonzero(channels == channel)
+            problem = self._channel_problem(state, view, channel)
+            if v1:
+                raise Refused(problem.code, problem.reason)
+            failed.append(pb.FailedKeys(positions=positions.tolist(), reason=problem.reason, retry=problem.retry))
+        def probe(store, positions: np.ndarray) -> np.ndarray:
+            """``positions`` looked for in ``store``: those it does not hold."""
+            if not len(positions):
+                return positions
+            sub = keys if store.exact else keys.take(pa.array(positions))
+            req, rows = store.lookup(sub, h_all[positions], h2_all[positions] if h2_all is not None else None, target)
+            if rows is None or not len(req):
+                return positions
+            found_idx.append(positions[req])
+            tables.append(rows)
+            keep = np.ones(len(positions), dtype=bool)
+            keep[req] = False
+            return positions[keep]
+
+        for (partition, _), sel in _groups(routing.key_partition_keys, keys, np.zeros(n, np.int64)):
+            remaining = np.arange(n) if sel is None else sel
+            remaining = remaining[served[remaining]]
+            stores = view.by_partition.get(partition, {})
+            router = view.routers.get(partition)
+            if router is None:  # not built yet: every store in turn
+                for store in stores.values():
+                    remaining = probe(store, remaining)
+            elif len(remaining):
+                routed = router.route(h_all[remaining])
+                ambiguous = remaining[routed == -2]  # low bits another key shares: every store
+                rest = [remaining[routed == -1]]  # in no store the router saw: in one changed since, or nowhere
+                for ordinal in np.unique(routed[routed >= 0]).tolist():
+                    store = router.current(ordinal, stores)
+                    sel_here = remaining[routed == ordinal]
+                    rest.append(sel_here if store is None else probe(store, sel_here))
+                remaining = np.concatenate(rest)
+                for store in router.changed(stores):
+                    remaining = probe(store, remaining)
+                for store in stores.values() if len(ambiguous) else ():
+                    ambiguous = probe(store, ambiguous)
+                remaining = np.concatenate([remaining, ambiguous])
+            problem = self._broken(state, view, partition) if len(remaining) else None
+            if problem is not None:
+                if v1:
+                    raise Refused(problem.code, problem.reason)
+                failed.append(pb.FailedKeys(positions=remaining.tolist(), reason=problem.reason, retry=False))
+
+    def _broken(self, state: TableState, view: View, partition: tuple) -> Optional[Problem]:
+        """On a slotted table, a key not found may be in a bucket of its partition (of any, on a cross-partition
+        table) that cannot be served: why, or None."""
+        broken = view.broken_in(partition, state.cross_partition)
+        if broken is None:
+            return None
+        key, error = broken
+        return Problem(f"{_bucket_name(state, key)} of {state.name} cannot be served: {error}", False, Why.DATA_LOSS)
+
     # -- shared -------------------------------------------------------------------------------------------
     async def _view(self, state: TableState, request, time_remaining) -> View:
         if request.min_snapshot_id > 0 and state.view.snapshot_id < request.min_snapshot_id:
@@ -336,34 +440,46 @@ class Lookups:
         """Why this executor cannot answer for a (partition, bucket) now, or None."""
         error = view.broken.get(key)
         if error is not None:
-            pkeys = state.routing.partition_keys
-            where = f"partition {partition_path(pkeys, key[0])} bucket {key[1]}" if pkeys else f"bucket {key[1]}"
-            return Problem(f"{where} of {state.name} cannot be served: {error}", False, Why.DATA_LOSS)
-        channel = state.channel_of(key)
+            return Problem(f"{_bucket_name(state, key)} of {state.name} cannot be served: {error}", False,
+                           Why.DATA_LOSS)
+        return self._channel_problem(state, view, state.channel_of(key),
+                                     f"partition {key[0]} bucket {key[1]} of {state.name}")
+
+    def _channel_problem(self, state: TableState, view: View, channel: int, where: str = "") -> Optional[Problem]:
+        """Why this executor does not answer for a channel now (it loads it, or another executor has it), or
+        None; ``where``: what was asked for, for the reason (default: the channel)."""
         if channel in view.served:
             return None
         ex = self.ex
+        where = where or f"channel {channel} of {state.name}"
         if channel in state.owned:
-            return Problem(f"executor {ex.index} is still loading partition {key[0]} bucket {key[1]} of "
-                           f"{state.name}", True, Why.UNAVAILABLE)
+            return Problem(f"executor {ex.index} is still loading {where}", True, Why.UNAVAILABLE)
         owner = ex.owners[channel] if channel < len(ex.owners) else -1
-        return Problem(f"partition {key[0]} bucket {key[1]} belongs to executor {owner}, not {ex.index}", True,
-                       Why.MOVED)
+        return Problem(f"{where} belongs to executor {owner}, not {ex.index}", True, Why.MOVED)
 
 
-def _value_kind(t: pa.DataType) -> Optional[str]:
-    """The ``Value`` field a column's values travel in when rows are answered as values (None: Arrow only)."""
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_floating(t) and not pa.types.is_float16(t):
-        return "real"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "text"
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "binary"
-    return None
+def _candidates(view: View, partition: tuple, h: int) -> list:
+    """The stores of a slotted table's ``partition`` one key (index hash ``h``) may be in, likeliest first: the one
+    the router names, then those changed since it was built; every store when there is no router yet or the key's
+    low bits are another's too."""
+    stores = view.by_partition.get(partition)
+    if not stores:
+        return []
+    router = view.routers.get(partition)
+    if router is None:
+        return list(stores.values())
+    ordinal = int(router.route(np.asarray([h], dtype=np.uint64))[0])
+    if ordinal == -2:
+        return list(stores.values())
+    first = router.current(ordinal, stores) if ordinal >= 0 else None
+    changed = router.changed(stores)
+    return ([first] if first is not None else []) + [s for s in changed if s is not first]
+
+
+def _bucket_name(state: TableState, key: BucketKey) -> str:
+    """``partition dt=2026-11-01 bucket 3`` (``bucket 3`` in an unpartitioned table), for reasons."""
+    pkeys = state.routing.partition_keys
+    return f"partition {partition_path(pkeys, key[0])} bucket {key[1]}" if pkeys else f"bucket {key[1]}"
 
 
 _KINDS: Dict[int, tuple] = {}  # id(target) → (target, its columns' Value fields or None)
@@ -373,7 +489,7 @@ def _value_kinds(target) -> Optional[List[str]]:
     """Each column's ``Value`` field, or None when a column's type has none (rows then go as Arrow IPC)."""
     entry = _KINDS.get(id(target))
     if entry is None or entry[0] is not target:
-        kinds = [_value_kind(f.type) for f in target.schema]
+        kinds = [value_kind(f.type) for f in target.schema]
         entry = _KINDS[id(target)] = (target, None if None in kinds else kinds)
     return entry[1]
 

@@ -30,10 +30,11 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from ..keys.routing import TableRouting, partition_path
+from ..keys.routing import KeySlice, TableRouting, partition_path
 from ..protocol.changes import BucketChange, BucketFiles, BucketKey, RowCodec, table_mode
 from ..protocol.wire import ipc_stream, schema_bytes
 from ..store import BucketBuilder, BucketStore, DiskBudget, MemoryCache, Target
+from ..store.router import Router
 from ..store.runs import Run, sheet_of
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,18 @@ class View:
     # the buckets this view answers for (served channel, not broken) → their store (None: no rows): one dict
     # lookup decides a one-key request; filled by ``TableState._opened``
     answering: Dict[BucketKey, Optional[BucketStore]] = field(default_factory=dict)
+    # a slotted table's stores (``routing.slotted``: each indexes the keys of this executor's channels) by the
+    # partition of a key (every partition's, under (), on cross-partition tables); filled by ``_opened``
+    by_partition: Dict[tuple, Dict[BucketKey, BucketStore]] = field(default_factory=dict)
+    # which of them holds a key, by partition (built by the background for the stores of some earlier view)
+    routers: Dict[tuple, Router] = field(default_factory=dict)
+
+    def broken_in(self, partition: tuple, cross: bool) -> Optional[Tuple[BucketKey, str]]:
+        """A bucket of ``partition`` (of any partition when ``cross``) that cannot be served, and why."""
+        for key, error in self.broken.items():
+            if cross or key[0] == partition:
+                return key, error
+        return None
 
     def keys_held(self) -> int:
         return sum(s.rows for s in self.stores.values())
@@ -110,7 +123,9 @@ class TableState:
         self.shared = stores
         self.routing = TableRouting.of(table)
         self.key_names = list(self.routing.primary_keys)
-        self.partition_positions = [self.key_names.index(k) for k in self.routing.partition_keys]
+        self.partition_positions = [self.key_names.index(k) for k in self.routing.key_partition_keys]
+        self.cross_partition = self.routing.kind == "cross-partition"
+        self.slotted = self.routing.slotted
         self._empty: Dict[tuple, bytes] = {}
         self._messages: Dict[tuple, bytes] = {}
         self._targets: Dict[tuple, Target] = {}
@@ -140,6 +155,9 @@ class TableState:
         # the Value kind of each key column in a one-key request (None: that key takes the Arrow path)
         self.key_kinds = [key_kind(t) for t in self.key_types]
         self.builder.use(table)
+        hasher = self.builder.hasher
+        # where an exact store's key (one integer column of the trimmed key) is among a request's key values
+        self.exact_position = self.key_names.index(hasher.names[0]) if hasher.exact else -1
 
     @property
     def hasher(self):
@@ -179,7 +197,7 @@ class TableState:
         from pypaimon.schema.schema_manager import SchemaManager
 
         t = self.table
-        schema = SchemaManager(t.file_io, t.table_path).get_schema(schema_id)
+        schema = SchemaManager(t.file_io, t.table_path, branch=t.current_branch()).get_schema(schema_id)
         if schema is None:
             raise ValueError(f"schema {schema_id} of {self.name} not found")
         self._use(type(t)(t.file_io, t.identifier, t.table_path, schema, t.catalog_environment))
@@ -208,18 +226,25 @@ class TableState:
         futures = {k: self.shared.work.submit(guarded, j) for k, j in jobs.items()}
         return {k: f.result() for k, f in futures.items()}
 
+    def key_slice(self) -> Optional[KeySlice]:
+        """The keys this executor's stores of a slotted table index: those of the channels it owns (None: a
+        fixed-bucket table, whose stores index every key of their bucket)."""
+        return KeySlice(self.routing, self.channels, self.owned) if self.slotted else None
+
     def prepare_full(self, buckets: Dict[BucketKey, BucketFiles], snapshot_id: int) -> Prepared:
         current = self.view
         stores, files, broken = {}, {}, {}
         jobs = {}
+        keys_of = self.key_slice()
         for key, bf in buckets.items():
             files[key] = bf
             store = current.stores.get(key)
-            if store is not None and key not in current.broken and current.files.get(key, BucketFiles()).same(bf):
-                stores[key] = store  # the same files: the same rows
+            if store is not None and key not in current.broken and store.keys_of == keys_of and \
+                    current.files.get(key, BucketFiles()).same(bf):
+                stores[key] = store  # the same files and keys: the same rows
                 continue
             jobs[key] = (lambda key=key, bf=bf, store=store:
-                         self.builder.full(key, bf, self.store_dir(key), store, snapshot_id))
+                         self.builder.full(key, bf, self.store_dir(key), store, snapshot_id, keys_of))
         for key, (store, error) in self._each(jobs).items():
             if error is not None:
                 broken[key] = bucket_error(error)
@@ -231,6 +256,7 @@ class TableState:
         current = self.view
         stores, files, broken = dict(current.stores), dict(current.files), dict(current.broken)
         jobs = {}
+        keys_of = self.key_slice()
         for key, change in changes.items():
             before = files.get(key, BucketFiles())
             after = change.replace if change.replace is not None else before.apply(change.adds, change.deletes)
@@ -240,11 +266,11 @@ class TableState:
             old = stores.get(key) if key not in broken else None
             if key in broken:
                 jobs[key] = (lambda key=key, after=after:
-                             self.builder.full(key, after, self.store_dir(key), None, snapshot_id))
+                             self.builder.full(key, after, self.store_dir(key), None, snapshot_id, keys_of))
             else:
                 jobs[key] = (lambda key=key, change=change, after=after, old=old:
                              self.builder.apply(old, key, change, commit_kind, after, self.store_dir(key),
-                                                snapshot_id))
+                                                snapshot_id, keys_of))
         for key, (store, error) in self._each(jobs).items():
             if error is not None:
                 stores.pop(key, None)
@@ -280,7 +306,8 @@ class TableState:
         else:
             new = View(snapshot_id=snapshot_id, schema_id=self.table.table_schema.id, commit_ms=commit_ms,
                        ready=True, stores=prepared.stores, files=prepared.files, broken=prepared.broken,
-                       served=self.owned if full else v.served, schema=self.schema, fields=tuple(self.table.fields))
+                       served=self.owned if full else v.served, schema=self.schema, fields=tuple(self.table.fields),
+                       routers=v.routers)
         await self._install(self._opened(new))
         if prepared is not None:
             _collect(prepared.garbage)
@@ -298,7 +325,10 @@ class TableState:
         served = v.served & frozenset(owned) if channels == self.channels else frozenset()
         self.channels = channels
         self.owned = frozenset(owned)
-        gone = {k for k in (*v.stores, *v.files, *v.broken) if self.channel_of(k) not in self.owned}
+        # a slotted table's stores are not a channel's: each indexes the keys of the channels it was built for, and
+        # the next full state rebuilds those that index other channels' keys
+        gone = set() if self.slotted else \
+            {k for k in (*v.stores, *v.files, *v.broken) if self.channel_of(k) not in self.owned}
         if served == v.served and not gone:
             return
         self.view = self._opened(replace(
@@ -311,10 +341,19 @@ class TableState:
                 store.drop()
 
     def _opened(self, view: View) -> View:
-        """``view`` with ``answering`` filled: every bucket of a served channel that is not broken."""
-        answering = {key: store for key, store in view.stores.items()
-                     if key not in view.broken and self.channel_of(key) in view.served}
-        return replace(view, answering=answering)
+        """``view`` with ``answering`` filled: every bucket of a served channel that is not broken; for a slotted
+        table, ``by_partition``: its stores that are not broken, by the partition of a key."""
+        if not self.slotted:
+            answering = {key: store for key, store in view.stores.items()
+                         if key not in view.broken and self.channel_of(key) in view.served}
+            return replace(view, answering=answering)
+        by_partition: Dict[tuple, Dict[BucketKey, BucketStore]] = {}
+        cross = self.cross_partition
+        for key, store in view.stores.items():
+            if store is not None and key not in view.broken:
+                by_partition.setdefault(() if cross else key[0], {})[key] = store
+        routers = {p: r for p, r in view.routers.items() if p in by_partition}
+        return replace(view, by_partition=by_partition, routers=routers)
 
     # -- background (off the lookup and change paths) -------------------------------------------------------
     def _want(self, run: Run) -> None:
@@ -343,10 +382,27 @@ class TableState:
                     before = store.index
                     folded = await loop.run_in_executor(pool, before.folded, store.directory)
                     await self._install_fold(key, before, folded)
+            await self._route(loop, pool)
             view = self.view
             await self._load(loop, pool)
             if not self._dirty.is_set() and not self._wanted:
                 self.settled = view
+
+    async def _route(self, loop, pool) -> None:
+        """A slotted table's routers, built again for partitions whose stores changed since theirs was built
+        (lookups stay right meanwhile: they also search the stores that changed)."""
+        if not self.slotted:
+            return
+        for partition, stores in list(self.view.by_partition.items()):
+            router = self.view.routers.get(partition)
+            if self._dirty.is_set():
+                return
+            if router is not None and not router.changed(stores):
+                continue
+            built = await loop.run_in_executor(pool, Router.build, list(stores.values()))
+            v = self.view
+            if partition in v.by_partition:
+                await self._install(replace(v, routers={**v.routers, partition: built}))
 
     async def _install_fold(self, key: BucketKey, before, folded) -> None:
         v = self.view

@@ -6,8 +6,11 @@ records executors receive (``changes.py``: Paimon file metadata ↔ protobuf), t
 Importing this package loads nothing heavy (the one-key command-line lookup uses it without pyarrow).
 """
 
+#: 4: every primary-key table (keys of tables whose bucket does not follow from the key routed by their slot), a
+#: bucket of -1 computed by the executor, the coordinator's Lookup, table kinds in StatusResponse.
 #: 3: several typed keys in one request, rows answered as values. 2: channels and owners, Join, partial answers,
 #: schema ids (lookup.proto). 1: the first release.
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 #: how a key's channel is computed (``ExecutorsResponse.assignment``, the registration's ``assignment``)
 ASSIGNMENT = "paimon-channel-computer"
+

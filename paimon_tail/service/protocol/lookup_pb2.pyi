@@ -159,7 +159,7 @@ class ExecutorStatus(_message.Message):
     def __init__(self, info: _Optional[_Union[ExecutorInfo, _Mapping]] = ..., commit_time_ms: _Optional[int] = ..., keys: _Optional[int] = ..., buckets: _Optional[_Iterable[_Union[BucketInfo, _Mapping]]] = ..., requests_per_second: _Optional[float] = ..., keys_per_second: _Optional[float] = ..., last_heartbeat_ms: _Optional[int] = ..., schema_id: _Optional[int] = ..., channels: _Optional[_Iterable[int]] = ..., files_loaded: _Optional[int] = ..., files: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., settled: _Optional[bool] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("table", "address", "started_ms", "num_executors", "executors", "tables", "version", "storage_error", "storage_error_since_ms", "channels", "schema_id", "role", "epoch", "standbys")
+    __slots__ = ("table", "address", "started_ms", "num_executors", "executors", "tables", "version", "storage_error", "storage_error_since_ms", "channels", "schema_id", "role", "epoch", "standbys", "table_kind", "buckets", "partitions", "postponed_files")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     STARTED_MS_FIELD_NUMBER: _ClassVar[int]
@@ -174,6 +174,10 @@ class StatusResponse(_message.Message):
     ROLE_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     STANDBYS_FIELD_NUMBER: _ClassVar[int]
+    TABLE_KIND_FIELD_NUMBER: _ClassVar[int]
+    BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    POSTPONED_FILES_FIELD_NUMBER: _ClassVar[int]
     table: str
     address: str
     started_ms: int
@@ -188,7 +192,11 @@ class StatusResponse(_message.Message):
     role: str
     epoch: int
     standbys: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, table: _Optional[str] = ..., address: _Optional[str] = ..., started_ms: _Optional[int] = ..., num_executors: _Optional[int] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., tables: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., storage_error: _Optional[str] = ..., storage_error_since_ms: _Optional[int] = ..., channels: _Optional[int] = ..., schema_id: _Optional[int] = ..., role: _Optional[str] = ..., epoch: _Optional[int] = ..., standbys: _Optional[_Iterable[str]] = ...) -> None: ...
+    table_kind: str
+    buckets: int
+    partitions: int
+    postponed_files: int
+    def __init__(self, table: _Optional[str] = ..., address: _Optional[str] = ..., started_ms: _Optional[int] = ..., num_executors: _Optional[int] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., tables: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., storage_error: _Optional[str] = ..., storage_error_since_ms: _Optional[int] = ..., channels: _Optional[int] = ..., schema_id: _Optional[int] = ..., role: _Optional[str] = ..., epoch: _Optional[int] = ..., standbys: _Optional[_Iterable[str]] = ..., table_kind: _Optional[str] = ..., buckets: _Optional[int] = ..., partitions: _Optional[int] = ..., postponed_files: _Optional[int] = ...) -> None: ...
 
 class ExecutorHello(_message.Message):
     __slots__ = ("address", "pid", "instance_id", "index", "host", "protocol_version", "warehouse", "service_id")

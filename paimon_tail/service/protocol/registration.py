@@ -90,8 +90,21 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def service_file(branch: Optional[str] = None) -> str:
+    """The registration's path relative to the table's directory; a branch's (``db.t$branch_NAME``) is in the
+    branch's directory, as its snapshots and consumers are."""
+    if not branch or branch == "main":
+        return SERVICE_FILE
+    return f"branch/branch-{branch}/{SERVICE_FILE}"
+
+
+def _branch(table) -> Optional[str]:
+    ident = getattr(table, "identifier", None)
+    return ident.get_branch_name() if ident is not None and hasattr(ident, "get_branch_name") else None
+
+
 def service_dir(table) -> str:
-    return f"{table.table_path}/service"
+    return f"{table.table_path}/{service_file(_branch(table)).rsplit('/', 1)[0]}"
 
 
 def service_path(table, service_id: str = SERVICE_ID) -> str:
@@ -157,8 +170,8 @@ def parse(text: Optional[str]) -> Optional[Registration]:
 
 
 __all__ = ["Conflict", "FORMAT", "Registration", "SERVICE_FILE", "SERVICE_ID", "new_service_id", "now_ms", "parse",
-           "problem_of",
-           "read", "read_versioned", "remove", "remove_if_ours", "service_path", "write", "write_if"]
+           "problem_of", "read", "read_versioned", "remove", "remove_if_ours", "service_file", "service_path", "write",
+           "write_if"]
 
 
 def remove(table, service_id: str) -> None:

@@ -74,3 +74,17 @@ class FirstRow:
         if not batch.num_rows:
             return None
         return {name: column[0].as_py() for name, column in zip(schema.names, batch.columns)}
+
+def value_kind(t: pa.DataType) -> Optional[str]:
+    """The ``Value`` field a column's values travel in when rows are answered as values (None: Arrow only)."""
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t) and not pa.types.is_float16(t):
+        return "real"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "binary"
+    return None

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...compat.kv_files import KIND, RETRACT_KINDS, SEQUENCE, FileRef, KeyValueFiles
+from ..keys.routing import KeySlice
 from ..protocol.changes import BucketChange, BucketFiles, BucketKey
 from .budget import DiskBudget, MemoryCache
 from .index import NONE, KeyIndex, Layer, location, resolve, rows_of, slots_of
@@ -46,6 +47,9 @@ class BucketStore:
     dvs: Dict[str, tuple] = field(default_factory=dict)  # data file name → its deletion vector (dv mode)
     rows: int = 0  # live keys
     next_slot: int = 0
+    # the keys it indexes: every key (None), or those of a slice (``KeySlice``: a table routed by key slot, whose
+    # executors each index the keys of their channels in every bucket)
+    keys_of: Optional[KeySlice] = None
 
     @property
     def exact(self) -> bool:
@@ -233,19 +237,21 @@ class BucketBuilder:
         if self.on_decoded is not None:
             self.on_decoded(run)
 
-    def _keys(self, key: BucketKey, meta, slot: int, dv=None) -> _Keys:
+    def _keys(self, key: BucketKey, meta, slot: int, dv=None, keys_of: Optional[KeySlice] = None) -> _Keys:
         t = self._call(lambda: self.files.keys(FileRef(meta, key[0], key[1])))
         h, h2 = self.hasher.hashes(t)
         rows = np.arange(t.num_rows, dtype=np.int64)
         seq = np.asarray(t.column(SEQUENCE).to_numpy(zero_copy_only=False), dtype=np.int64)
         dead = np.isin(np.asarray(t.column(KIND).to_numpy(zero_copy_only=False)), RETRACT_KINDS)
         k = _Keys(h, h2, seq, location(slot, rows), dead)
+        keep = keys_of.mask(key[0], t) if keys_of is not None else None
         if dv is not None:
             gone = self._call(lambda: self.files.deleted_positions(dv))
             if len(gone):
-                keep = np.ones(len(rows), bool)
+                keep = np.ones(len(rows), bool) if keep is None else keep
                 keep[gone[gone < len(rows)]] = False
-                k = _Keys(h[keep], h2[keep] if h2 is not None else None, seq[keep], k.loc[keep], dead[keep])
+        if keep is not None:
+            k = _Keys(h[keep], h2[keep] if h2 is not None else None, seq[keep], k.loc[keep], dead[keep])
         return k
 
     def _visible(self, files: BucketFiles) -> List[Tuple[object, object]]:
@@ -254,11 +260,11 @@ class BucketBuilder:
 
     # -- building -----------------------------------------------------------------------------------------
     def full(self, key: BucketKey, files: BucketFiles, directory: str, reuse: Optional[BucketStore] = None,
-             snapshot_id: int = 1) -> Optional[BucketStore]:
-        """A store of the bucket's ``files`` at ``snapshot_id`` (None: no rows); file runs of ``reuse`` with the
-        same files are kept."""
+             snapshot_id: int = 1, keys_of: Optional[KeySlice] = None) -> Optional[BucketStore]:
+        """A store of the bucket's ``files`` at ``snapshot_id`` (None: no rows), indexing every key or those of
+        ``keys_of``; file runs of ``reuse`` with the same files are kept."""
         if self.mode == "merge":
-            return self._merged(key, files, directory, reuse, snapshot_id)
+            return self._merged(key, files, directory, reuse, snapshot_id, keys_of)
         visible = self._visible(files)
         if not visible:
             return None
@@ -273,14 +279,14 @@ class BucketBuilder:
             runs[slot] = run
             slots[meta.file_name] = slot
             dvs[meta.file_name] = _dv_sig(dv)
-            parts.append(self._keys(key, meta, slot, dv))
+            parts.append(self._keys(key, meta, slot, dv, keys_of))
         layer = _Keys.concat(parts, not self.hasher.exact).resolved(self.newest)
         base = layer.alive().persisted(directory)
         return BucketStore(key, directory, self.hasher, KeyIndex(base, (), not self.hasher.exact), runs, slots, dvs,
-                           len(base), len(visible))
+                           len(base), len(visible), keys_of)
 
     def _merged(self, key: BucketKey, files: BucketFiles, directory: str, reuse: Optional[BucketStore],
-                snapshot_id: int) -> Optional[BucketStore]:
+                snapshot_id: int, keys_of: Optional[KeySlice] = None) -> Optional[BucketStore]:
         from pypaimon.read.split import DataSplit
         from pypaimon.table.row.generic_row import GenericRow
 
@@ -302,9 +308,14 @@ class BucketBuilder:
         schema = PyarrowFieldParser.from_paimon_schema(self.table.fields)
         hashes: List[Tuple[np.ndarray, Optional[np.ndarray]]] = []
 
+        kept: List[np.ndarray] = []
+
         def batches():
             for batch in split_batches(read, [split]):
-                hashes.append(self.hasher.hashes(pa.Table.from_batches([batch])))
+                rows = pa.Table.from_batches([batch])
+                hashes.append(self.hasher.hashes(rows))
+                if keys_of is not None:
+                    kept.append(keys_of.mask(key[0], rows))
                 yield batch
 
         run = self._call(lambda: MergedRun(directory, self.cache, self.disk, self.table.table_schema.id,
@@ -312,27 +323,35 @@ class BucketBuilder:
         h = np.concatenate([x[0] for x in hashes]) if hashes else np.empty(0, np.uint64)
         h2 = np.concatenate([x[1] for x in hashes]) if hashes and not self.hasher.exact else \
             (None if self.hasher.exact else np.empty(0, np.uint64))
-        base = Layer.of(h, h2, location(0, np.arange(len(h)))).persisted(directory)
+        loc = location(0, np.arange(len(h)))
+        if keys_of is not None and kept:
+            keep = np.concatenate(kept)
+            h, h2, loc = h[keep], h2[keep] if h2 is not None else None, loc[keep]
+        base = Layer.of(h, h2, loc).persisted(directory)
         return BucketStore(key, directory, self.hasher, KeyIndex(base, (), not self.hasher.exact), {0: run}, {}, {},
-                           len(base), 1)
+                           len(base), 1, keys_of)
 
     # -- changing -----------------------------------------------------------------------------------------
     def apply(self, store: Optional[BucketStore], key: BucketKey, change: BucketChange, commit_kind: str,
-              after: BucketFiles, directory: str, snapshot_id: int) -> Optional[BucketStore]:
-        """The store after snapshot ``snapshot_id``'s ``change`` (``after``: the bucket's files then)."""
+              after: BucketFiles, directory: str, snapshot_id: int, keys_of: Optional[KeySlice] = None
+              ) -> Optional[BucketStore]:
+        """The store after snapshot ``snapshot_id``'s ``change`` (``after``: the bucket's files then); a new
+        store indexes the keys of ``keys_of``, a changed one the keys it indexed."""
+        if store is not None:
+            keys_of = store.keys_of
         if store is None or self.mode == "merge":
             if self.mode == "merge" and store is not None and commit_kind == "COMPACT" and change.replace is None:
                 return store  # a compaction keeps the merged rows
-            return self.full(key, after, directory, store, snapshot_id)
+            return self.full(key, after, directory, store, snapshot_id, keys_of)
         if self.mode == "dv":
             return self._apply_dv(store, key, after, directory)
         if self.mode == "skip0":
             if {m.file_name for m, _ in self._visible(after)} == set(store.slots):
                 return store  # level 0 only: invisible to a batch read
-            return self.full(key, after, directory, store, snapshot_id)
+            return self.full(key, after, directory, store, snapshot_id, keys_of)
         # dedup
         if change.replace is not None or (change.deletes and commit_kind != "COMPACT"):
-            return self.full(key, after, directory, store, snapshot_id)  # an overwrite: start from the files
+            return self.full(key, after, directory, store, snapshot_id, keys_of)  # an overwrite: from the files
         new_runs = dict(store.runs)
         slots = dict(store.slots)
         parts = []
@@ -342,7 +361,7 @@ class BucketBuilder:
                 continue
             new_runs[slot] = self._run(directory, key, meta)
             slots[meta.file_name] = slot
-            parts.append(self._keys(key, meta, slot))
+            parts.append(self._keys(key, meta, slot, keys_of=keys_of))
             slot += 1
         added = _Keys.concat(parts, not self.hasher.exact).resolved(self.newest)
         if not change.deletes:
@@ -387,7 +406,7 @@ class BucketBuilder:
             runs[slot] = self._run(directory, key, meta)
             slots[name] = slot
             dvs[name] = _dv_sig(dv)
-            parts.append(self._keys(key, meta, slot, dv))
+            parts.append(self._keys(key, meta, slot, dv, store.keys_of))
             slot += 1
         layer = _Keys.concat(parts, not self.hasher.exact).resolved(True).alive()
         index = index.upserted(layer).folded(directory) if len(layer) else index

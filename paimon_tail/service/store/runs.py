@@ -39,7 +39,8 @@ _uids = itertools.count(1)
 FRAMES_BEFORE_CHUNK = 8  # a batch needing more frames than this of one chunk decompresses (and caches) the chunk
 SHEET = "sheet"  # a sheet's cache key is (its uid, SHEET)
 SHEET_MAX_BYTES = 1 << 30  # a sheet's rows, decompressed (Arrow's 32-bit string offsets stay far from overflow)
-SHEET_MIN_RUNS = 4  # runs outside a sheet before a bucket gets another (commits add one run a bucket each)
+SHEET_MIN_RUNS = 4  # runs outside a sheet before a bucket gets another (commits add one run a bucket each); its
+# first sheet takes however many runs it has (one take instead of a gather per chunk even for one run)
 
 
 class SheetRef(NamedTuple):
@@ -281,7 +282,7 @@ def sheet_of(runs: Sequence[Run], cache: MemoryCache) -> int:
     were read in one schema, and the cache has room for them once their own chunks are out; returns the bytes put
     (0: not done, their chunks stay as they are)."""
     todo = [r for r in runs if r.sheet_rows() is None]
-    if len(todo) < SHEET_MIN_RUNS:
+    if not todo or (len(todo) < SHEET_MIN_RUNS and len(todo) < len(runs)):  # a bucket's first sheet: any runs
         return 0
     frames = [r._frames for r in todo]
     contents = [r._content for r in todo]

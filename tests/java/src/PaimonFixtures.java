@@ -14,6 +14,11 @@
  *                                         list of trimmed primary keys (lists of values)
  *   compact WAREHOUSE TABLE               full compaction of an existing table
  *   incremental WAREHOUSE TABLE START END Java's incremental-between read (row kinds)
+ *   stream WAREHOUSE TABLE OPTIONS_JSON LATEST
+ *                                         Java's streaming read of TABLE (any table: a branch t$branch_b,
+ *                                         a system table t$audit_log) with dynamic OPTIONS, per snapshot,
+ *                                         up to snapshot LATEST of its base table
+ *   batch WAREHOUSE TABLE OPTIONS_JSON    Java's batch read of TABLE (t$snapshots, scan.tag-name ...)
  * STREAM_FROM: earliest | N (from-snapshot) | full:N (from-snapshot-full) | ts:MILLIS
  * Every command prints exactly one JSON line to stdout.
  */
@@ -151,6 +156,10 @@ public class PaimonFixtures {
                             c.size() > 5 && !c.get(5).equals("-") ? Long.parseLong(c.get(5)) : null);
                 case "incremental":
                     return incremental(catalog, c.get(2), c.get(3), c.get(4));
+                case "stream":
+                    return stream(catalog, c.get(2), c.get(3), Long.parseLong(c.get(4)));
+                case "batch":
+                    return batch(catalog, c.get(2), c.get(3));
                 case "compact":
                     compactOnly(catalog, c.get(2));
                     Map<String, Object> done = new LinkedHashMap<>();
@@ -175,11 +184,13 @@ public class PaimonFixtures {
         final FileStoreTable table;
         final StreamTableWrite write;
         final StreamTableCommit commit;
+        final String commitUser;
         long identifier = 0;
 
         Writer(Table t) {
             this.table = (FileStoreTable) t;
             StreamWriteBuilder b = t.newStreamWriteBuilder();
+            this.commitUser = b.commitUser();
             this.write = b.newWrite();
             this.write.withIOManager(ioManager);
             this.commit = b.newCommit();
@@ -335,12 +346,56 @@ public class PaimonFixtures {
             case "pk_changelog_input":
                 changelogInput(catalog);
                 break;
+            case "overwrite_append":
+                overwriteAppend(catalog, "overwrite_append", true);
+                break;
+            case "overwrite_append_unpart":
+                overwriteAppend(catalog, "overwrite_append_unpart", false);
+                break;
+            case "overwrite_pk":
+                overwritePk(catalog, "overwrite_pk", true);
+                break;
+            case "overwrite_pk_unpart":
+                overwritePk(catalog, "overwrite_pk_unpart", false);
+                break;
+            case "tagged":
+                tagged(catalog);
+                break;
             case "live_dedup":
             case "live_dv":
             case "live_partial_update":
             case "live_aggregation":
             case "live_first_row":
                 live(catalog, scenario, step);
+                break;
+            case "pk_dv_parts":
+                dvPartitioned(catalog);
+                break;
+            case "dyn_bucket":
+                dynamicBucket(
+                        catalog,
+                        "dyn_bucket",
+                        partitionedKv()
+                                .primaryKey("dt", "id")
+                                .option("bucket", "-1")
+                                .option("dynamic-bucket.target-row-num", "30"));
+                break;
+            case "dyn_bucket_dv":
+                dynamicBucket(
+                        catalog,
+                        "dyn_bucket_dv",
+                        partitionedKv()
+                                .primaryKey("dt", "id")
+                                .option("bucket", "-1")
+                                .option("dynamic-bucket.target-row-num", "30")
+                                .option("deletion-vectors.enabled", "true"));
+                break;
+            case "cross_part":
+                crossPartition(catalog);
+                break;
+            case "live_dyn":
+            case "live_cross":
+                liveKinds(catalog, scenario, step);
                 break;
             default:
                 throw new IllegalArgumentException("unknown scenario " + scenario);
@@ -916,10 +971,530 @@ public class PaimonFixtures {
     }
 
     /** Full compaction of an existing table (one COMPACT snapshot). */
+    // ------------------------------------------------------------- commit kinds, tags, branches
+
+    /** An INSERT OVERWRITE of ROWS (of one partition, when PARTITION is given, else of the whole table). */
+    static void overwrite(Table t, Map<String, String> partition, List<GenericRow> rows) throws Exception {
+        org.apache.paimon.table.sink.BatchWriteBuilder b =
+                t.newBatchWriteBuilder().withOverwrite(partition == null ? new HashMap<>() : partition);
+        try (org.apache.paimon.table.sink.BatchTableWrite w = b.newWrite();
+                org.apache.paimon.table.sink.BatchTableCommit c = b.newCommit()) {
+            w.withIOManager(ioManager);
+            for (GenericRow r : rows) {
+                w.write(r);
+            }
+            c.commit(w.prepareCommit());
+        }
+    }
+
+    /**
+     * Append table (bucket -1), partitioned by dt or not: d1 1..5 + d2 6..8; an OVERWRITE of dt=d1 (of the
+     * whole table, unpartitioned) with 100..102; 9 appended to d2; another OVERWRITE of d2 with 200, 9 (the
+     * unpartitioned table: of everything again).
+     */
+    static void overwriteAppend(Catalog catalog, String name, boolean partitioned) throws Exception {
+        Schema.Builder b = Schema.newBuilder()
+                .column("id", DataTypes.INT())
+                .column("dt", DataTypes.STRING())
+                .column("v", DataTypes.STRING())
+                .option("bucket", "-1");
+        if (partitioned) {
+            b.partitionKeys("dt");
+        }
+        Table t = create(catalog, name, b.build());
+        try (Writer w = new Writer(t)) {
+            for (int i = 1; i <= 8; i++) {
+                w.write(row(RowKind.INSERT, i, s(i <= 5 ? "d1" : "d2"), s("a" + i)));
+            }
+            w.commit();
+        }
+        List<GenericRow> rows = new ArrayList<>();
+        for (int i = 100; i <= 102; i++) {
+            rows.add(row(RowKind.INSERT, i, s("d1"), s("o" + i)));
+        }
+        overwrite(t, partitioned ? partition("dt", "d1") : null, rows);
+        try (Writer w = new Writer(catalog.getTable(Identifier.create(DB, name)))) {
+            w.write(row(RowKind.INSERT, 9, s("d2"), s("a9")));
+            w.commit();
+        }
+        rows = new ArrayList<>();
+        rows.add(row(RowKind.INSERT, 200, s("d2"), s("o200")));
+        rows.add(row(RowKind.INSERT, 9, s("d2"), s("a9")));
+        overwrite(catalog.getTable(Identifier.create(DB, name)), partitioned ? partition("dt", "d2") : null, rows);
+    }
+
+    static Map<String, String> partition(String key, String value) {
+        Map<String, String> p = new HashMap<>();
+        p.put(key, value);
+        return p;
+    }
+
+    /**
+     * Primary-key table (dt, id), bucket 2, partitioned by dt or not: d1 0..19 + d2 20..29; d2 updated
+     * (20..24) and, partitioned, 29 deleted; an OVERWRITE of dt=d1 (unpartitioned: of the whole table) with 0..4 (new
+     * values) + 100..104; d2 upserted (25, 30). The overwritten partition's files hold one record per key (so
+     * Java's unmerged before-records are the merged rows); the last OVERWRITE (of d2 / of everything) replaces
+     * files with updates and a delete in them.
+     */
+    static void overwritePk(Catalog catalog, String name, boolean partitioned) throws Exception {
+        Schema.Builder b = Schema.newBuilder()
+                .column("dt", DataTypes.STRING().notNull())
+                .column("id", DataTypes.INT().notNull())
+                .column("v", DataTypes.STRING())
+                .primaryKey("dt", "id")
+                .option("bucket", "2");
+        if (partitioned) {
+            b.partitionKeys("dt");
+        }
+        Table t = create(catalog, name, b.build());
+        try (Writer w = new Writer(t)) {
+            for (int i = 0; i < 30; i++) {
+                w.write(row(RowKind.INSERT, s(i < 20 ? "d1" : "d2"), i, s("a" + i)));
+            }
+            w.commit();
+            for (int i = 20; i < 25; i++) {
+                w.write(row(RowKind.UPDATE_AFTER, s("d2"), i, s("b" + i)));
+            }
+            if (partitioned) {  // Paimon 0.9 cannot stream an overwrite of files with a delete record in them
+                w.write(row(RowKind.DELETE, s("d2"), 29, s("a29")));
+            }
+            w.commit();
+        }
+        List<GenericRow> rows = new ArrayList<>();
+        for (int i : new int[] {0, 1, 2, 3, 4, 100, 101, 102, 103, 104}) {
+            rows.add(row(RowKind.INSERT, s("d1"), i, s("o" + i)));
+        }
+        if (!partitioned) {
+            for (int i = 20; i < 30; i++) {
+                rows.add(row(RowKind.INSERT, s("d2"), i, s(i < 25 ? "b" + i : "a" + i)));
+            }
+        }
+        overwrite(t, partitioned ? partition("dt", "d1") : null, rows);
+        try (Writer w = new Writer(catalog.getTable(Identifier.create(DB, name)))) {
+            w.write(row(RowKind.INSERT, s("d2"), 25, s("c25")));
+            w.write(row(RowKind.INSERT, s("d2"), 30, s("c30")));
+            w.commit();
+        }
+        if (partitioned) {
+            rows = new ArrayList<>();
+            rows.add(row(RowKind.INSERT, s("d2"), 20, s("z20")));
+            rows.add(row(RowKind.INSERT, s("d2"), 40, s("z40")));
+            overwrite(catalog.getTable(Identifier.create(DB, name)), partition("dt", "d2"), rows);
+        }
+    }
+
+    /**
+     * Primary-key table "tagged": 3 commits (inserts, an update, a delete), tag t1 on snapshot 2, tag t2 on
+     * snapshot 3, 2 more commits; branch b1 created from t1 and written twice (its own snapshots 3 and 4).
+     */
+    static void tagged(Catalog catalog) throws Exception {
+        Table t = create(catalog, "tagged", narrow().primaryKey("id").option("bucket", "2").build());
+        try (Writer w = new Writer(t)) {
+            for (int i = 0; i < 20; i++) {
+                w.write(row(RowKind.INSERT, i, s("a" + i), (long) i, i));
+            }
+            w.commit();
+            for (int i = 0; i < 5; i++) {
+                w.write(row(RowKind.UPDATE_AFTER, i, s("b" + i), (long) i + 100, i));
+            }
+            w.commit();
+            w.write(row(RowKind.DELETE, 7, s("a7"), 7L, 7));
+            w.commit();
+        }
+        FileStoreTable table = (FileStoreTable) catalog.getTable(Identifier.create(DB, "tagged"));
+        table.createTag("t1", 2);
+        table.createTag("t2", 3);
+        try (Writer w = new Writer(table)) {
+            for (int i = 20; i < 25; i++) {
+                w.write(row(RowKind.INSERT, i, s("c" + i), (long) i, i));
+            }
+            w.commit();
+            w.write(row(RowKind.UPDATE_AFTER, 1, s("d1"), 1000L, 1));
+            w.commit();
+        }
+        table.createBranch("b1", "t1");
+        Table branch = catalog.getTable(Identifier.create(DB, "tagged$branch_b1"));
+        try (Writer w = new Writer(branch)) {
+            for (int i = 50; i < 55; i++) {
+                w.write(row(RowKind.INSERT, i, s("br" + i), (long) i, i));
+            }
+            w.commit();
+            w.write(row(RowKind.DELETE, 3, s("b3"), 103L, 3));
+            w.write(row(RowKind.UPDATE_AFTER, 50, s("br50x"), 500L, 50));
+            w.commit();
+        }
+    }
+
+    static Map<String, String> jsonOptions(String json) throws Exception {
+        Map<String, String> out = new HashMap<>();
+        if (json == null || json.equals("-")) {
+            return out;
+        }
+        Map<?, ?> parsed = JsonSerdeUtil.fromJson(json, LinkedHashMap.class);
+        for (Map.Entry<?, ?> e : parsed.entrySet()) {
+            out.put(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
+        }
+        return out;
+    }
+
+    /** Java's streaming read of any table (a branch, a system table) with dynamic options, per snapshot. */
+    static Object stream(Catalog catalog, String name, String optionsJson, long latest) throws Exception {
+        Table table = catalog.getTable(Identifier.fromString(DB + "." + name)).copy(jsonOptions(optionsJson));
+        RowType type = table.rowType();
+        ReadBuilder rb = table.newReadBuilder();
+        StreamTableScan scan = rb.newStreamScan();
+        TableRead read = rb.newRead().withIOManager(ioManager);
+        List<Map<String, Object>> plans = new ArrayList<>();
+        int guard = 0;
+        while (guard++ < 1000) {
+            TableScan.Plan plan = scan.plan();
+            Long after = scan.checkpoint();
+            if (!plan.splits().isEmpty()) {
+                Map<String, Object> p = new LinkedHashMap<>();
+                p.put("snapshot", after == null ? null : after - 1);
+                p.put("rows", readAll(type, read, plan.splits(), true));
+                plans.add(p);
+            }
+            if (after != null && after > latest) {
+                break;
+            }
+        }
+        List<String> names = new ArrayList<>();
+        for (DataField f : type.getFields()) {
+            names.add(f.name());
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("fields", names);
+        out.put("stream", plans);
+        return out;
+    }
+
+    /** Java's batch read of any table (a system table, a tag with scan.tag-name, a branch). */
+    static Object batch(Catalog catalog, String name, String optionsJson) throws Exception {
+        Table table = catalog.getTable(Identifier.fromString(DB + "." + name)).copy(jsonOptions(optionsJson));
+        RowType type = table.rowType();
+        ReadBuilder rb = table.newReadBuilder();
+        List<String> names = new ArrayList<>();
+        for (DataField f : type.getFields()) {
+            names.add(f.name());
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("fields", names);
+        out.put("rows", readAll(type, rb.newRead().withIOManager(ioManager), rb.newScan().plan().splits(), true));
+        return out;
+    }
+
     static void compactOnly(Catalog catalog, String name) throws Exception {
         Table t = catalog.getTable(Identifier.create(DB, name));
         try (Writer w = new Writer(t)) {
             w.fullCompact();
+        }
+    }
+
+    // ------------------------------------------------------------------ table kinds (query service)
+
+    /**
+     * Writes a dynamic-bucket table (bucket = -1) as Paimon's Flink sink does: a HashBucketAssigner gives each
+     * record the bucket of its key hash in its partition (restored from the table's HASH index, a new bucket when
+     * the others hold dynamic-bucket.target-row-num keys) and the writer keeps the HASH index of each bucket.
+     */
+    static class DynamicWriter implements AutoCloseable {
+        final Writer w;
+        final org.apache.paimon.index.HashBucketAssigner assigner;
+        final org.apache.paimon.table.sink.RowPartitionKeyExtractor extractor;
+
+        DynamicWriter(Table t) {
+            FileStoreTable ft = (FileStoreTable) t;
+            this.w = new Writer(t);
+            this.extractor = new org.apache.paimon.table.sink.RowPartitionKeyExtractor(ft.schema());
+            this.assigner =
+                    new org.apache.paimon.index.HashBucketAssigner(
+                            ft.snapshotManager(),
+                            w.commitUser,
+                            ft.store().newIndexFileHandler(),
+                            1,
+                            1,
+                            0,
+                            ft.coreOptions().dynamicBucketTargetRowNum());
+        }
+
+        void write(GenericRow row) throws Exception {
+            int bucket =
+                    assigner.assign(
+                            extractor.partition(row), extractor.trimmedPrimaryKey(row).hashCode());
+            w.write.write(row, bucket);
+        }
+
+        void commit() throws Exception {
+            assigner.prepareCommit(w.identifier);
+            w.commit(true);
+        }
+
+        @Override
+        public void close() throws Exception {
+            w.close();
+        }
+    }
+
+    /**
+     * Writes a cross-partition table (bucket = -1, the primary key without the partition column) as Paimon's Flink
+     * sink does: a GlobalIndexAssigner (RocksDB, bootstrapped from the table's rows) knows each key's partition and
+     * bucket; a key that moves to another partition is deleted from its old one.
+     */
+    static class CrossPartitionWriter implements AutoCloseable {
+        final Writer w;
+        final org.apache.paimon.crosspartition.GlobalIndexAssigner assigner;
+
+        CrossPartitionWriter(Table t) throws Exception {
+            this.w = new Writer(t);
+            this.assigner = new org.apache.paimon.crosspartition.GlobalIndexAssigner(t);
+            assigner.open(
+                    64L << 20,
+                    ioManager,
+                    1,
+                    0,
+                    (row, bucket) -> {
+                        try {
+                            w.write.write(row, bucket);
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    });
+            new org.apache.paimon.crosspartition.IndexBootstrap(t)
+                    .bootstrap(
+                            1,
+                            0,
+                            row -> {
+                                try {
+                                    assigner.bootstrapKey(row);
+                                } catch (java.io.IOException e) {
+                                    throw new RuntimeException(e);
+                                }
+                            });
+            assigner.endBoostrap(false);
+        }
+
+        void write(GenericRow row) throws Exception {
+            assigner.processInput(row);
+        }
+
+        void commit() throws Exception {
+            w.commit(true);
+        }
+
+        @Override
+        public void close() throws Exception {
+            assigner.close();
+            w.close();
+        }
+    }
+
+    static Schema.Builder partitionedKv() {
+        return Schema.newBuilder()
+                .column("dt", DataTypes.STRING().notNull())
+                .column("id", DataTypes.INT().notNull())
+                .column("name", DataTypes.STRING())
+                .column("v", DataTypes.BIGINT())
+                .partitionKeys("dt");
+    }
+
+    static GenericRow kv(RowKind kind, String dt, int id, int version) {
+        return row(kind, s(dt), id, s("r" + id + "_v" + version), (long) id * 100 + version);
+    }
+
+    /**
+     * The deletion-vector table of issue 34: two partitions x 4 buckets, six commits of upserts and deletes, a full
+     * compaction at commit 4; commit 5 waits for its compaction, which marks the rows it replaces in the compacted
+     * files' deletion vectors (so the files a batch read reads have deletion files), commit 6 only writes.
+     */
+    static void dvPartitioned(Catalog catalog) throws Exception {
+        Table t =
+                create(
+                        catalog,
+                        "pk_dv_parts",
+                        partitionedKv()
+                                .primaryKey("dt", "id")
+                                .option("bucket", "4")
+                                .option("deletion-vectors.enabled", "true")
+                                .option("num-sorted-run.compaction-trigger", "5")
+                                .build());
+        String[] parts = {"p1", "p2"};
+        try (Writer w = new Writer(t)) {
+            for (String p : parts) {
+                for (int i = 0; i < 200; i++) {
+                    w.write(kv(RowKind.INSERT, p, i, 1));
+                }
+            }
+            w.commit(true);
+            for (String p : parts) {
+                for (int i = 0; i < 100; i++) {
+                    w.write(kv(RowKind.INSERT, p, i, 2));
+                }
+                for (int i = 150; i < 170; i++) {
+                    w.write(kv(RowKind.DELETE, p, i, 1));
+                }
+            }
+            w.commit(true);
+            for (String p : parts) {
+                for (int i = 50; i < 150; i++) {
+                    w.write(kv(RowKind.UPDATE_AFTER, p, i, 3));
+                }
+                for (int i = 10; i < 20; i++) {
+                    w.write(kv(RowKind.DELETE, p, i, 2));
+                }
+            }
+            w.commit(true);
+            w.fullCompact();
+            for (String p : parts) {
+                for (int i = 0; i < 60; i++) {
+                    w.write(kv(RowKind.INSERT, p, i, 5));
+                }
+                for (int i = 120; i < 130; i++) {
+                    w.write(kv(RowKind.DELETE, p, i, 3));
+                }
+            }
+            w.commit(true);
+        }
+        // the last commit writes only (a compaction now would merge every run, deletion vectors gone): the
+        // compacted files keep the deletion vectors of commit 5's compaction, the new rows wait in level 0
+        Map<String, String> writeOnly = new HashMap<>();
+        writeOnly.put("write-only", "true");
+        try (Writer w = new Writer(((FileStoreTable) t).copy(writeOnly))) {
+            for (String p : parts) {
+                for (int i = 100; i < 180; i++) {
+                    w.write(kv(RowKind.INSERT, p, i, 6));
+                }
+                for (int i = 30; i < 35; i++) {
+                    w.write(kv(RowKind.DELETE, p, i, 5));
+                }
+            }
+            w.commit();
+        }
+    }
+
+    /**
+     * A dynamic-bucket table written by Flink's bucket assigner, small buckets (30 keys): buckets are added as
+     * keys arrive. Five commits: inserts, upserts that add keys, deletes, a full compaction, inserts again.
+     */
+    static void dynamicBucket(Catalog catalog, String name, Schema.Builder schema) throws Exception {
+        Table t = create(catalog, name, schema.build());
+        String[] parts = {"p1", "p2"};
+        try (DynamicWriter d = new DynamicWriter(t)) {
+            for (String p : parts) {
+                for (int i = 0; i < 100; i++) {
+                    d.write(kv(RowKind.INSERT, p, i, 1));
+                }
+            }
+            d.commit();
+            for (String p : parts) {
+                for (int i = 50; i < 150; i++) {
+                    d.write(kv(RowKind.INSERT, p, i, 2));
+                }
+            }
+            d.commit();
+            for (String p : parts) {
+                for (int i = 0; i < 10; i++) {
+                    d.write(kv(RowKind.DELETE, p, i, 1));
+                }
+                for (int i = 120; i < 125; i++) {
+                    d.write(kv(RowKind.DELETE, p, i, 2));
+                }
+            }
+            d.commit();
+            d.w.fullCompact();
+            for (String p : parts) {
+                for (int i = 0; i < 20; i++) {
+                    d.write(kv(RowKind.INSERT, p, i, 5));
+                }
+                for (int i = 150; i < 200; i++) {
+                    d.write(kv(RowKind.INSERT, p, i, 5));
+                }
+            }
+            d.commit();
+        }
+    }
+
+    static String crossPart(int id, int move) {
+        return "p" + ((id + move) % 3);
+    }
+
+    /**
+     * A cross-partition table: primary key (id), partitioned by dt, dynamic buckets. Keys move between partitions
+     * (the assigner deletes them from their old one), some are deleted, a full compaction.
+     */
+    static void crossPartition(Catalog catalog) throws Exception {
+        Table t =
+                create(
+                        catalog,
+                        "cross_part",
+                        partitionedKv()
+                                .primaryKey("id")
+                                .option("bucket", "-1")
+                                .option("dynamic-bucket.target-row-num", "40")
+                                .build());
+        try (CrossPartitionWriter c = new CrossPartitionWriter(t)) {
+            for (int i = 0; i < 200; i++) {
+                c.write(kv(RowKind.INSERT, crossPart(i, 0), i, 1));
+            }
+            c.commit();
+            for (int i = 0; i < 100; i++) {
+                c.write(kv(RowKind.INSERT, crossPart(i, 1), i, 2));
+            }
+            c.commit();
+            for (int i = 150; i < 160; i++) {
+                c.write(kv(RowKind.DELETE, crossPart(i, 0), i, 1));
+            }
+            c.commit();
+            for (int i = 50; i < 80; i++) {
+                c.write(kv(RowKind.INSERT, crossPart(i, 2), i, 4));
+            }
+            for (int i = 200; i < 240; i++) {
+                c.write(kv(RowKind.INSERT, crossPart(i, 0), i, 4));
+            }
+            c.commit();
+            c.w.fullCompact();
+        }
+    }
+
+    /**
+     * Dynamic-bucket and cross-partition tables written step by step while paimon-tail serves them: each step adds
+     * keys (and buckets), moves some between partitions (cross_part) and deletes one.
+     */
+    static void liveKinds(Catalog catalog, String name, int step) throws Exception {
+        Identifier ident = Identifier.create(DB, name);
+        boolean cross = name.equals("live_cross");
+        Table t;
+        if (step == 0) {
+            Schema.Builder b =
+                    partitionedKv()
+                            .option("bucket", "-1")
+                            .option("dynamic-bucket.target-row-num", "25");
+            t = create(catalog, name, (cross ? b.primaryKey("id") : b.primaryKey("dt", "id")).build());
+        } else {
+            t = catalog.getTable(ident);
+        }
+        if (cross) {
+            try (CrossPartitionWriter c = new CrossPartitionWriter(t)) {
+                for (int i = step * 30; i < step * 30 + 60; i++) {
+                    c.write(kv(RowKind.INSERT, crossPart(i, step), i, step));
+                }
+                if (step > 0) {
+                    c.write(kv(RowKind.DELETE, crossPart(step * 7, step - 1), step * 7, step));
+                }
+                c.commit();
+            }
+            return;
+        }
+        try (DynamicWriter d = new DynamicWriter(t)) {
+            for (String p : new String[] {"p1", "p2"}) {
+                for (int i = step * 30; i < step * 30 + 60; i++) {
+                    d.write(kv(RowKind.INSERT, p, i, step));
+                }
+                if (step > 0) {
+                    d.write(kv(RowKind.DELETE, p, step * 7, step));
+                }
+            }
+            d.commit();
         }
     }
 

@@ -42,14 +42,19 @@ def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str
             raise PaimonTailError(f"consumer {delete_id} does not exist")
         click.echo(f"consumer {delete_id} deleted", err=True)
         return
-    snapshots = store.table.snapshot_manager()
-    latest = snapshots.get_latest_snapshot()
-    earliest = snapshots.try_get_earliest_snapshot() if latest is not None else None
+    from ..storage.snapshots import SnapshotFiles
+
+    files = SnapshotFiles(store.table.snapshot_manager())  # (an unreadable EARLIEST hint is no hint, as in Paimon)
+    try:
+        latest = files.latest()
+        earliest = files.earliest_id() if latest is not None else None
+    finally:
+        files.close()
     positions = store.all()
     # Expiration that honours consumers (Paimon's, the demo writer's) keeps every snapshot from the oldest
     # consumer's position on: that consumer holds the table's history back, however long it stays idle.
     oldest = min(positions.values(), default=None)
-    holding = oldest is not None and earliest is not None and oldest <= earliest.id
+    holding = oldest is not None and earliest is not None and oldest <= earliest
     rows = [{"consumer": cid, "next_snapshot": nxt, "behind": max(0, (latest.id if latest else 0) - nxt + 1),
              "holds_back_expiry": holding and nxt == oldest} for cid, nxt in positions.items()]
     out = Output.choose("jsonl" if as_json else "auto")
@@ -67,6 +72,6 @@ def consumers_command(table: str, catalog: CatalogConfig, reset_id: Optional[str
         from rich.markup import escape
 
         held = [row["consumer"] for row in rows if row["holds_back_expiry"]]
-        out.say(escape(f"* holds back snapshot expiry: {latest.id - earliest.id + 1:,} snapshots are kept "
-                       f"({earliest.id}..{latest.id}) because expiration keeps what a consumer has still to read. "
+        out.say(escape(f"* holds back snapshot expiry: {latest.id - earliest + 1:,} snapshots are kept "
+                       f"({earliest}..{latest.id}) because expiration keeps what a consumer has still to read. "
                        f"A consumer that is gone for good: paimon-tail consumers {table} --delete {held[0]}"))

@@ -101,10 +101,16 @@ class ConsumerStore:
         if next_snapshot > latest_id + 1:
             raise UsageError(f"--to {next_snapshot} is beyond the next snapshot to be committed",
                              hint=f"latest is {latest_id}: use --to {latest_id + 1} or less")
-        earliest = snapshots.try_get_earliest_snapshot() if latest is not None else None
-        if earliest is not None and next_snapshot < earliest.id:
+        from ..storage.snapshots import SnapshotFiles
+
+        files = SnapshotFiles(snapshots)  # (an unreadable EARLIEST hint is no hint, as in Paimon)
+        try:
+            earliest = files.earliest_id() if latest is not None else None
+        finally:
+            files.close()
+        if earliest is not None and next_snapshot < earliest:
             raise SnapshotExpired(f"--to {next_snapshot}: snapshot {next_snapshot} has expired",
-                                  hint=f"earliest kept is {earliest.id}")
+                                  hint=f"earliest kept is {earliest}")
         self.set(consumer_id, next_snapshot)
 
     def delete(self, consumer_id: str) -> bool:

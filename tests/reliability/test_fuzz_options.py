@@ -364,6 +364,8 @@ def runs_until_stopped(case: Case) -> bool:
         return not (v.get("no_follow") is True or v.get("stop_writer") is True)
     if case.path == ("follow",):  # -n alone waits for its rows: a live follow until they come
         return not (v.get("exit_at_end") is True or v.get("until"))
+    if case.path == ("snapshots",):  # -f: a row per commit as it comes, until stopped (or --until)
+        return v.get("live") is True and not v.get("until")
     return False
 
 

@@ -12,7 +12,7 @@ import click
 from ..catalog import CatalogConfig
 from ..errors import UsageError
 from .common import catalog_options, complete_tables, run
-from .types import Columns
+from .types import Columns, Text
 
 ROW_FORMATS = ("auto", "jsonl", "table", "csv", "tsv", "arrow")
 #: what a person reads first; --select picks others (the manifest lists, watermark, ...)
@@ -30,7 +30,8 @@ COLUMNS = ("snapshot_id", "commit_kind", "commit_time", "total_record_count", "d
 @click.option("--until", metavar="POSITION", help="Stop after snapshot:N, timestamp:T or tag:NAME.")
 @click.option("--select", "-s", metavar="COLS", type=Columns(),
               help=f"Columns, comma-separated [default: {','.join(COLUMNS)}; the table's $snapshots has more].")
-@click.option("--where", metavar="EXPR", multiple=True, help="Filter, e.g. \"commit_kind = 'OVERWRITE'\".")
+@click.option("--where", metavar="EXPR", multiple=True, type=Text(),
+              help="Filter, e.g. \"commit_kind = 'OVERWRITE'\".")
 @click.option("--format", "fmt", default="auto", show_default=True, type=click.Choice(ROW_FORMATS),
               help="auto = a table on a terminal, JSON lines when piped (-f is --follow here, as in tail).")
 @click.option("--nl", "fmt", flag_value="jsonl", help="JSON lines.")

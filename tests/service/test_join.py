@@ -110,11 +110,11 @@ def test_executors_join_take_channels_and_hand_them_back(kv):
             assert not any("Traceback" in line for line in j.lines), j.lines
 
 
-def test_keys_without_a_bucket_while_executors_join_and_leave(tmp_path):
-    """A dynamic-bucket table (Paimon's default, keys routed by no hash the client knows): lookups loop while an
-    executor joins (channels move to it) and one leaves; no key is ever answered missing that the table holds, or
-    found that it does not (the assignment fingerprint: an executor asked under another assignment says ask
-    again)."""
+def test_a_slotted_table_while_executors_join_and_leave(tmp_path):
+    """A dynamic-bucket table (Paimon's default: keys routed by their slot, every executor keeps every bucket and
+    indexes its channels' keys): lookups loop while an executor joins (channels move to it, its stores are built
+    with their keys) and one leaves; no key is ever answered missing that the table holds, or found that it does
+    not (a channel is answered only once a full state loaded its keys)."""
     import threading
 
     from .conftest import PK_SCHEMA

@@ -2,7 +2,7 @@
 (no ``bucket`` option: dynamic buckets, added as they fill), postpone buckets (each partition with its own bucket
 count, and files waiting in ``bucket-postpone``), and fixed buckets asked without the bucket (a client that does
 not compute Paimon's hash). Java-written kinds (cross-partition keys, Flink's bucket assigner, deletion vectors)
-are in tests/java/test_lookup_java.py.
+are in tests/java/test_table_kinds_java.py.
 
 Every answer is compared with pypaimon's batch read at the snapshot the answer reports, also while commits
 continue, with keys present, deleted and never written.

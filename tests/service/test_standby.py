@@ -209,3 +209,35 @@ def test_a_hung_active_is_fenced_when_it_wakes(kv):
         assert active.stop() == 0, active.lines
         if standby is not None:
             assert standby.stop() == 0, standby.lines
+
+
+def test_a_release_racing_a_renewal_leaves_no_registration(kv):
+    """A stopping serve removes its registration while a renewal may still be writing in its thread (its task is
+    cancelled, the thread is not): whatever the interleaving, no registration is left behind."""
+    from paimon_tail.service.coordinator.lease import Lease
+    from paimon_tail.service.protocol import registration as regmod
+    from paimon_tail.service.protocol.security import Security
+
+    table = kv.table("kv")
+    path = regmod.service_path(table)
+    for attempt in range(20):
+        lease = Lease({"db.kv": table}, f"race-{attempt}", Security(), 30.0,
+                      build=lambda: regmod.Registration(
+                          service_id="race", addresses=["127.0.0.1:1"], host="h", pid=os.getpid(), tables=["db.kv"],
+                          executors=0, tls=False, auth="none", started_ms=regmod.now_ms(),
+                          heartbeat_ms=regmod.now_ms(), lease_ms=30000))
+        lease.observe()
+        assert lease.claim(None) and os.path.exists(path)
+        stop = threading.Event()
+
+        def renew_until_stopped() -> None:
+            while not stop.is_set():
+                lease.renew()
+
+        renewer = threading.Thread(target=renew_until_stopped)
+        renewer.start()
+        time.sleep(random.uniform(0.0, 0.02))
+        lease.release()
+        stop.set()
+        renewer.join()
+        assert not os.path.exists(path), f"attempt {attempt}: the registration outlived its release"

@@ -54,6 +54,7 @@ class Lease:
         self.on_claim: Callable[[Optional[regmod.Registration]], None] = lambda previous: None  # before the write
         self._handed_over = False
         self._writing = threading.Lock()
+        self._released = False  # a renewal still in its thread when the service stopped must not write again
 
     # -- the file -----------------------------------------------------------------------------------------
     def observe(self) -> Optional[regmod.Registration]:
@@ -79,6 +80,8 @@ class Lease:
         """Conditional writes of every table's registration; raises ``regmod.Conflict``. One writer at a time in
         this process (two renewals racing each other would each see the other's file as a takeover)."""
         with self._writing:
+            if self._released:
+                return
             reg = self.registration()
             for name, table in self.tables.items():
                 self.versions[name] = regmod.write_if(table, reg, self.versions.get(name))
@@ -108,12 +111,15 @@ class Lease:
         return True
 
     def release(self) -> None:
-        """A clean stop without a standby: remove the registration if it is still ours."""
-        for name, table in self.tables.items():
-            try:
-                regmod.remove_if_ours(table, self.versions.get(name))
-            except Exception as e:  # noqa: BLE001 - best effort: the lease expires anyway
-                log.warning("could not remove the registration of %s: %s", name, e)
+        """A clean stop without a standby: remove the registration if it is still ours. Under the writers' lock, and
+        for good: a renewal whose thread outlived its cancelled task would otherwise write the file back."""
+        with self._writing:
+            self._released = True
+            for name, table in self.tables.items():
+                try:
+                    regmod.remove_if_ours(table, self.versions.get(name))
+                except Exception as e:  # noqa: BLE001 - best effort: the lease expires anyway
+                    log.warning("could not remove the registration of %s: %s", name, e)
 
     def changed(self) -> None:
         for callback in self.on_change:

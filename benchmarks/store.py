@@ -11,8 +11,8 @@ sequential ids (so ``files`` files per bucket). Then, with ``paimon-tail serve``
   rows on local disk, from ``service status``), against pyarrow reading every data file of the table once;
 * local disk (``--local-dir``) against the table's data files;
 * one key p50/p99 and 10k-key batches against a gRPC echo with the same clients (the transport's floor);
-* commit → visible (``min_snapshot``) while a writer upserts ``upserts`` random keys per commit, and each executor's
-  anonymous memory after those commits against after start;
+* commit → visible on every executor (``min_snapshot``, 32 of the commit's keys) while a writer upserts
+  ``upserts`` random keys per commit, and each executor's anonymous memory after those commits against after start;
 * ``--max-disk`` at a quarter of the table's files: every answer checked, p50 of a warm working set (the keys of
   the last commits) and of keys drawn from the whole table (every one a row file written again).
 
@@ -266,10 +266,18 @@ def client_for(wh: str):
     return LookupClient("db.t", catalog_config(wh), timeout=120)
 
 
+WRONG: List[Dict] = []  # the first wrong answers of the run, for its results file
+
+
 def check(r, keys: List[int], versions: np.ndarray) -> int:
-    """How many of ``keys`` came back wrong or missing (every key exists)."""
+    """How many of ``keys`` came back wrong or missing (every key exists); the first few are kept in ``WRONG``."""
     got = {row["id"]: row["name"] for row in r.rows.to_pylist()} if r.rows is not None else {}
-    return sum(1 for k in keys if got.get(k) != expected_name(k, int(versions[k])))
+    wrong = [k for k in keys if got.get(k) != expected_name(k, int(versions[k]))]
+    for k in wrong[:max(0, 20 - len(WRONG))]:
+        WRONG.append({"key": k, "expected": expected_name(k, int(versions[k])), "got": got.get(k),
+                      "failed": sorted(set(r.failed.values()))[:3], "snapshots": r.snapshot_ids,
+                      "keys_asked": len(keys)})
+    return len(wrong)
 
 
 def first_right_answers(wh: str, keys: List[int], versions: np.ndarray, serve: Serve, timeout: float) -> float:
@@ -425,10 +433,11 @@ def upsert_phase(wh: str, scale: Scale, versions: np.ndarray, max_memory: str, n
             sid = commit_arrow(table, rows_of(ids, version, scale.compressible))
             committed = time.perf_counter()
             versions[ids] = version
-            k = int(ids[probe.randrange(len(ids))])
-            r = client.lookup_sync([k], min_snapshot=sid)
+            # keys of the commit on every executor (32 random ones): visible means visible to every reader
+            ks = [int(ids[probe.randrange(len(ids))]) for _ in range(32)]
+            r = client.lookup_sync(ks, min_snapshot=sid)
             visible.append(time.perf_counter() - committed)
-            wrong += check(r, [k], versions)
+            wrong += check(r, ks, versions)
             if (c + 1) % 10 == 0:
                 log(f"  upsert commit {c + 1}/{scale.commits}: visible after {visible[-1]:.2f}s")
             time.sleep(max(0.0, scale.period - (time.monotonic() - t_start)))
@@ -439,6 +448,8 @@ def upsert_phase(wh: str, scale: Scale, versions: np.ndarray, max_memory: str, n
         out["visible_worst_s"] = round(max(visible), 3)
         out["buckets_before"], out["buckets_after"] = buckets_before, bucket_count(wh)
         out["wrong"] = wrong
+        if wrong:  # what serve said meanwhile, to tell why
+            out["serve_log"] = serve.lines[-40:]
         time.sleep(2)
         out["anon_mb_after_commits"] = round(sum(anon_mb(p) for p in pids), 1)
         out["cache_mb_after_commits"] = cache_mb(client)
@@ -580,6 +591,7 @@ def main(argv=None) -> int:
         res["kinds"][kind] = kr
         errors += wrong
     res["wrong_answers"] = errors
+    res["first_wrong"] = WRONG
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = Path(args.json) if args.json else RESULTS / f"store-{scale.name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(res, indent=1, default=str))

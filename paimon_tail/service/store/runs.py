@@ -297,7 +297,7 @@ def sheet_of(runs: Sequence[Run], cache: MemoryCache) -> int:
     parts = [b if b is not None else f.chunk(c) for chunks, f in zip(cached, frames) for c, b in enumerate(chunks)]
     table = pa.Table.from_batches(parts, contents[0].schema).combine_chunks()
     batch = table.to_batches()[0] if table.num_rows else None
-    if batch is None or table.num_rows != sum(c.num_rows for c in contents):
+    if batch is None or batch.num_rows != sum(c.num_rows for c in contents):  # one batch, every row
         return 0
     del cached, parts, table
     uid = next(_uids)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
-from typing import Optional
+from typing import Iterator, Optional
 
 
 def local_path(path: str) -> Optional[str]:
@@ -33,6 +34,17 @@ def write_text_atomic(file_io, path: str, text: str, mode: int = 0o644, durable:
         else:
             file_io.overwrite_file_utf8(path, text)
         return
+    tmp = _temporary(local, text, mode, durable)
+    try:
+        os.replace(tmp, local)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _temporary(local: str, text: str, mode: int = 0o644, durable: bool = False) -> str:
+    """``text`` in a new file beside ``local``, ready to be renamed over it."""
     directory, name = os.path.split(local)
     os.makedirs(directory, exist_ok=True)
     tmp = f"{directory}/.{name}.{uuid.uuid4().hex[:8]}.tmp"  # a dot name: never listed as a consumer or service
@@ -43,11 +55,11 @@ def write_text_atomic(file_io, path: str, text: str, mode: int = 0o644, durable:
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
-        os.replace(tmp, local)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    return tmp
 
 
 def remove_file(file_io, path: str) -> None:
@@ -67,18 +79,71 @@ class Conflict(Exception):
     """Someone else replaced the file since the caller read it."""
 
 
-@contextlib.contextmanager
-def locked(local: str):
-    """An exclusive lock beside ``local``: ``flock`` on a file opened for this call, so it excludes other
+# A holder keeps the lock for a compare and a rename of a small file: microseconds. One that keeps it this long
+# is hung (SIGSTOP, a stalled mount, a paused VM) and must not hold a standby's takeover back.
+LOCK_HUNG_SECONDS = 2.0
+
+
+class Lock:
+    """An exclusive lock beside a file: ``flock`` on a lock file opened for this holder, so it excludes other
     processes and other threads of this one alike (on NFS Linux maps it to the lock manager's byte-range locks)."""
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path = path
+        self.fd = fd
+
+    def held(self) -> bool:
+        """Still the lock file at its path: False once a waiter took this holder for hung and broke the lock."""
+        try:
+            return _same_file(self.fd, self.path)
+        except FileNotFoundError:
+            return False
+
+
+def _same_file(fd: int, path: str) -> bool:
+    mine, there = os.fstat(fd), os.stat(path)
+    return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
+
+
+@contextlib.contextmanager
+def locked(local: str, hung_after: Optional[float] = None) -> Iterator[Lock]:
+    """Hold the lock of ``local``. With ``hung_after``, a holder that keeps it that long is taken for hung: its lock
+    file is unlinked and a new one locked. The hung holder's ``Lock.held()`` is False from then on, so a write it
+    wakes into is refused (``replace_if`` checks it just before its rename)."""
     import fcntl
 
     directory, name = os.path.split(local)
     os.makedirs(directory, exist_ok=True)
-    fd = os.open(f"{directory}/.{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    path = f"{directory}/.{name}.lock"
+    since = time.monotonic()
+    pause = 0.001
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if hung_after is None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                got = True
+            else:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    got = True
+                except BlockingIOError:
+                    got = False
+            if got and Lock(path, fd).held():
+                break
+            if not got and time.monotonic() - since >= hung_after and Lock(path, fd).held():
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)  # the holder is hung: the next open makes a new lock file
+                since = time.monotonic()
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # (closing releases the lock of a file that is no longer the lock file)
+        if not got:
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        yield Lock(path, fd)
     finally:
         os.close(fd)  # (closing releases the lock)
 
@@ -116,19 +181,25 @@ def replace_if(file_io, path: str, text: str, version) -> object:
     write we can reach: read, compare, write, then read back after a moment — a race of two writers within that
     moment is possible (both may believe they won until the next renewal, when the loser sees the winner's file).
     (A local file's version is its content: a coordinator's own renewals differ by their heartbeat, and two
-    coordinators' files by their service id.)
+    coordinators' files by their service id.) A writer hung holding the lock (a SIGSTOPped coordinator) holds
+    nobody back longer than ``LOCK_HUNG_SECONDS``, and the write it wakes into is refused.
     """
     local = local_path(path)
     if local is not None:
-        with locked(local):
-            try:
-                with open(local, encoding="utf-8", errors="surrogateescape") as f:
-                    current = f.read()
-            except FileNotFoundError:
-                current = None
-            if current != version:
-                raise Conflict(path)
-            write_text_atomic(file_io, path, text)
+        tmp = _temporary(local, text)  # written before the lock: it is held for a compare and a rename
+        try:
+            with locked(local, hung_after=LOCK_HUNG_SECONDS) as lock:
+                try:
+                    with open(local, encoding="utf-8", errors="surrogateescape") as f:
+                        current = f.read()
+                except FileNotFoundError:
+                    current = None
+                if current != version or not lock.held():  # (not held: this writer hung and another took over)
+                    raise Conflict(path)
+                os.replace(tmp, local)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         return text
     from .storage.s3 import PreconditionFailed, S3Client, split_path
 
@@ -154,10 +225,10 @@ def remove_if(file_io, path: str, version) -> None:
     """Delete ``path`` if it is still at ``version`` (best effort on stores without conditional deletes)."""
     local = local_path(path)
     if local is not None:
-        with locked(local):
+        with locked(local, hung_after=LOCK_HUNG_SECONDS) as lock:
             try:
                 with open(local, encoding="utf-8", errors="surrogateescape") as f:
-                    if f.read() != version:
+                    if f.read() != version or not lock.held():
                         return
                 os.unlink(local)
             except FileNotFoundError:

@@ -27,6 +27,8 @@ import threading
 import time
 from typing import Dict, Optional, Tuple
 
+from .service.metrics import STORAGE_ERRORS, STORAGE_OUTAGE, TABLE
+
 STALL_SECONDS = 60.0
 
 
@@ -50,7 +52,7 @@ class FollowCollector:
     def collect(self):
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        def gauge(name, doc, labels=("table",)):
+        def gauge(name, doc, labels=(TABLE,)):
             return GaugeMetricFamily(name, doc, labels=list(labels))
 
         rows = CounterMetricFamily("paimon_tail_follow_rows", "Rows handed to the output", labels=["table"])
@@ -67,8 +69,8 @@ class FollowCollector:
         stalled = gauge("paimon_tail_follow_stalled", f"1 while behind with no progress for {STALL_SECONDS:g} s")
         stalls = CounterMetricFamily("paimon_tail_follow_stalls", "Times the follow became stalled",
                                      labels=["table"])
-        errors = CounterMetricFamily("paimon_tail_storage_errors", "Failed storage calls", labels=["table"])
-        outage = gauge("paimon_tail_storage_outage", "1 while the table's storage does not answer")
+        errors = CounterMetricFamily(STORAGE_ERRORS, "Failed storage calls", labels=[TABLE])
+        outage = gauge(STORAGE_OUTAGE, "1 while the table's storage does not answer")
         now = self.clock()
         with self._lock:
             for name, s in self._tables().items():

@@ -60,7 +60,7 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
     """Serve point lookups for primary-key tables (every bucket mode) until interrupted."""
     from ..concurrency import on_signals
     from ..log_format import configure, say
-    from ..service.coordinator.service import QueryService, ServeOptions
+    from ..service.coordinator.query_service import QueryService, ServeOptions
     from ..service.protocol.security import exposure_warning
 
     import asyncio
@@ -188,14 +188,15 @@ def executor_command(coordinator, catalog, host, port, advertise, local_dir, met
                      orphan_timeout, max_memory, max_disk, token_file, tls_cert, tls_key, tls_ca) -> None:
     """Join a running service as one more executor: it takes a share of the buckets, indexes their files from the
     warehouse and answers lookups at its advertised address, until the service stops it."""
-    from ..service.executor.allocator import executor_environment
+    from ..service.protocol.executor_allocator import executor_environment
 
     executor_environment()  # before pyarrow loads (the imports below): its allocator reads it then
     import signal
 
     from ..errors import ServiceError
     from ..log_format import configure, say
-    from ..service.executor.runner import ExecutorSpec, JoinRefused, run_executor
+    from ..service.executor.entry import JoinRefused, run_executor
+    from ..service.protocol.executor_spec import ExecutorSpec
     from ..service.protocol.security import exposure_warning
 
     configure(log_format, "executor")

@@ -5,7 +5,7 @@ submits, for each of its N executors (N = ``--executors``), a job of one task, f
 
     sc.parallelize([i], 1).mapPartitions(partial(run_executor_task, spec_i)).collect()   # job group <group>-i
 
-Every task runs the ordinary executor (``paimon_tail.service.executor.runner.run_executor``): its gRPC server bound
+Every task runs the ordinary executor (``paimon_tail.service.executor.entry.run_executor``): its gRPC server bound
 to its worker's address (``task_host``), and the one Join call to the coordinator that carries its heartbeats one
 way and its assignment and file changes the other, with the service's TLS and token. Clients cannot tell these
 executors from local ones.
@@ -64,7 +64,7 @@ def run_executor_task(spec, iterator):
 
     from pyspark import TaskContext
 
-    from ..service.executor.runner import run_executor
+    from ..service.executor.entry import run_executor
 
     for _ in iterator:  # the partition's single element: the slot
         pass

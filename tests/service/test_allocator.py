@@ -1,4 +1,4 @@
-"""Executors start with jemalloc's thread caches off (``service/executor/allocator.py`` has the measurement)."""
+"""Executors start with jemalloc's thread caches off (``service/protocol/executor_allocator.py`` has the measurement)."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ import sys
 import pyarrow as pa
 import pytest
 
-from paimon_tail.service.executor.allocator import EXECUTOR_JEMALLOC_CONF, JEMALLOC_CONF_VAR, executor_environment
+from paimon_tail.service.protocol.executor_allocator import EXECUTOR_JEMALLOC_CONF, JEMALLOC_CONF_VAR, executor_environment
 
 from .conftest import ServeProcess
 

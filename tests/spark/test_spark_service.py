@@ -294,7 +294,7 @@ def test_a_wrong_table_fails_before_spark_starts(wh):
 def test_a_task_binds_and_advertises_its_workers_address(monkeypatch):
     """serve on a routable --host gives tasks "0.0.0.0": a task narrows it to the address its worker was given
     (SPARK_LOCAL_IP), else its address on the route to the coordinator; a loopback serve keeps loopback."""
-    from paimon_tail.service.executor.runner import ExecutorSpec
+    from paimon_tail.service.protocol.executor_spec import ExecutorSpec
     from paimon_tail.spark.service_job import task_host
 
     spec = ExecutorSpec(catalog=catalog_config("/wh"), coordinator="127.0.0.1:7700", local_dir="", host="0.0.0.0")
@@ -367,7 +367,7 @@ def test_tasks_that_cannot_reach_the_service_are_one_line(wh, tmp_path, monkeypa
     dirs they left."""
     import tempfile
 
-    from paimon_tail.service.executor.runner import private_dir
+    from paimon_tail.service.protocol.local_dirs import private_dir
 
     err = _serve_fails(wh, "--master", "local[2]", "--advertise", "127.0.0.1:1", "--spark-start-timeout", "5",
                        tmp=str(tmp_path))

@@ -1,9 +1,9 @@
 """Who runs serve's own executors (its slots ``0..N-1``) and keeps them running.
 
-Every executor, wherever it runs, joins the coordinator the same way (``executor/runner.py``); a launcher only
-starts them and brings back what dies. ``LocalProcesses`` (the default) spawns processes on this machine and
-restarts one that exits, stops heart-beating (SIGSTOP, a hang: SIGKILLed first) or does not join; the Spark
-launcher (``paimon_tail.spark.service_job``) runs them as the tasks of one job.
+Every executor, wherever it runs, joins the coordinator the same way; a launcher only starts them (through the
+executor's public entry point named in ``protocol/executor_spec.py``: this side never imports the executor) and
+brings back what dies. ``LocalProcesses`` (the default) spawns processes on this machine and restarts one that
+exits, stops heart-beating (SIGSTOP, a hang: SIGKILLed first) or does not join; the Spark launcher (``paimon_tail.spark.service_job``) runs them as the tasks of one job.
 """
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
-from ..executor.allocator import for_executors
-from ..executor.runner import ExecutorSpec, executor_main, remove_dirs_of
+from ..protocol.executor_allocator import for_executors
+from ..protocol.executor_spec import ExecutorSpec, start_executor
+from ..protocol.local_dirs import remove_dirs_of
 from .registry import Registry
 
 log = logging.getLogger(__name__)
@@ -91,9 +92,9 @@ class LocalProcesses(ExecutorLauncher):
             self._spawn(spec.index)
 
     def _spawn(self, index: int) -> None:
-        process = self._ctx.Process(target=executor_main, args=(self.specs[index],), daemon=True,
+        process = self._ctx.Process(target=start_executor, args=(self.specs[index],), daemon=True,
                                     name=f"paimon-tail-executor-{index}")
-        with _sigint_ignored(), for_executors():  # its allocator's options (executor/allocator.py)
+        with _sigint_ignored(), for_executors():  # its allocator's options (protocol/executor_allocator.py)
             process.start()
         self.processes[index] = process
         self.started[index] = time.monotonic()

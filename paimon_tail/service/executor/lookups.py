@@ -22,11 +22,11 @@ import pyarrow as pa
 
 from ..keys.bucket_hash import channels_of
 from ..keys.routing import partition_path
-from ..metrics import LookupStats
 from ..protocol import lookup_pb2 as pb
 from ..protocol.changes import BucketKey
 from ..protocol.wire import ipc_stream, stream_of, value_kind
 from ..store.runs import positions_by_code
+from .executor_metrics import LookupStats
 from .state import TableState, View
 
 INLINE_KEYS = 64  # batches up to this size are answered on the loop (no thread hop)
@@ -63,7 +63,7 @@ class Problem:
 
 
 class Holder(Protocol):
-    """What an executor holds that its answers read (``runner.Executor``)."""
+    """What an executor holds that its answers read (``holding.Holding``)."""
 
     index: int
     tables: Mapping[str, TableState]

@@ -42,9 +42,7 @@ class Kind(NamedTuple):  # a NamedTuple, not a dataclass: this module is on the 
 
 def kind_of_paimon(type_name: str) -> Kind:
     """The Arrow type pypaimon gives a Paimon key type (``PyarrowFieldParser``), for the types keys use."""
-    from ..keys.binary_row import base_type
-
-    base = base_type(type_name)
+    base = (type_name.strip().upper().split("(", 1)[0].split() or [""])[0]  # "DECIMAL(10, 2) NOT NULL" → DECIMAL
     ints = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "INTEGER": 32, "BIGINT": 64}
     if base in ints:
         return Kind("int", ints[base])

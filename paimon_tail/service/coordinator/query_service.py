@@ -31,12 +31,12 @@ from ...catalog import CatalogConfig, open_table
 from ...stream import query_auth
 from ...errors import ServiceError, UsageError
 from ...storage.retry import StorageHealth
-from ..executor.runner import ExecutorSpec
 from ..keys.routing import check_supported
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
 from ..protocol.addresses import NoAddress, advertised
+from ..protocol.executor_spec import DEFAULT_MAX_MESSAGE_BYTES, ExecutorSpec
 from ..protocol.probes import ADDRESS_SERVICE, EXECUTOR_SERVICE, Probes
 from ..protocol.security import Security, add_port, is_loopback, server_options
 from .assignment import default_channels
@@ -50,7 +50,6 @@ from .servicer import AddressServicer
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BATCH_KEYS = 100_000
-DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
 
 
 def default_executors() -> int:
@@ -231,10 +230,13 @@ class QueryService:
         self._tasks.append(asyncio.create_task(self._supervise(), name="supervisor"))
 
     def _start_metrics(self, host: str, port: int) -> None:
-        from ..metrics import ServiceCollector, serve_metrics
+        from ..metrics import serve_metrics
+        from .coordinator_metrics import ServiceCollector
 
+        collector = ServiceCollector(self.registry, self.options.tables, self.scanners, self.health, self.lease,
+                                     self.probes)
         try:
-            self._metrics_server, bound = serve_metrics(ServiceCollector(self), host, port)
+            self._metrics_server, bound = serve_metrics(collector, host, port)
         except OSError as e:
             raise ServiceError(f"cannot serve metrics on {host}:{port}: {e.strerror.lower()}") from None
         self.metrics_address = f"{host}:{bound}"

@@ -18,8 +18,8 @@ from paimon_tail.service.keys.routing import TableRouting
 from paimon_tail.service.protocol.changes import BucketFiles, table_mode
 from paimon_tail.service.store import BucketBuilder, DiskBudget, MemoryCache, Target
 from paimon_tail.service.store.frames import write_frames
-from paimon_tail.service.store.index import (MMAP_MIN_KEYS, NONE, KeyIndex, Layer, PackedKeys, PackedLocations,
-                                             location, resolve)
+from paimon_tail.service.store.index import MMAP_MIN_KEYS, NONE, KeyIndex, Layer, resolve
+from paimon_tail.service.store.packed import PackedKeys, PackedLocations, location
 from paimon_tail.service.store.runs import positions_by_code, sheet_of
 from paimon_tail.stream.planner import SnapshotPlanner
 
@@ -425,7 +425,7 @@ def test_value_reader_gives_what_to_pylist_gives():
     import datetime
     import decimal
 
-    from paimon_tail.service.store.runs import value_reader
+    from paimon_tail.service.store.targets import value_reader
 
     arrays = [pa.array([1, 2, 3], pa.int8()), pa.array([1, -2, 3], pa.int64()), pa.array([2 ** 63 + 5], pa.uint64()),
               pa.array([0.5, 1.5], pa.float32()), pa.array([1.25, None]), pa.array(["a", "héllo", ""]),

@@ -346,8 +346,9 @@ def test_router_names_the_store_of_each_key():
     import numpy as np
 
     from paimon_tail.service.store.bucket import BucketStore
-    from paimon_tail.service.store.index import KeyIndex, Layer, location
-    from paimon_tail.service.store.keys import KeyHasher
+    from paimon_tail.service.store.index import KeyIndex, Layer
+    from paimon_tail.service.store.packed import location
+    from paimon_tail.service.store.key_hashes import KeyHasher
     from paimon_tail.service.store.router import Router
 
     hasher = KeyHasher(pa.schema([("id", pa.int64())]))

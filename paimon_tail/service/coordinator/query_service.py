@@ -45,7 +45,7 @@ from .lease import ACTIVE, DRAINING, STANDBY, STOPPED, Lease
 from .registry import Registry
 from .routed_lookups import RoutedLookups
 from .scanner import TableLayout, TableScanner
-from .servicer import AddressServicer
+from .address_servicer import AddressServicer
 
 log = logging.getLogger(__name__)
 

@@ -204,7 +204,7 @@ class Lookups:
 
     @staticmethod
     def _hash_one(state: TableState, kv: list) -> int:
-        """One key's index hash (``store/keys.py``), as a Python int."""
+        """One key's index hash (``store/key_hashes.py``), as a Python int."""
         if state.hasher.exact:
             return state.hasher.one(kv[state.exact_position])
         keys = pa.Table.from_pydict({k: [v] for k, v in zip(state.key_names, kv)}, schema=state.key_schema)

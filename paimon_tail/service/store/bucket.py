@@ -14,6 +14,9 @@ executor swaps the new stores in together with their snapshot id, so an answer a
   level-1+ files rebuilds the index from their key columns (first-row: the oldest record wins).
 * ``merge`` — partial-update, aggregation, a sequence field, ignore-delete: the bucket's rows merged by pypaimon's
   merge read (Rust when pypaimon-rust is installed) into one pinned ``MergedRun``, again when the bucket changes.
+
+One module of ~430 lines: ``BucketBuilder`` makes every ``BucketStore`` (its index, runs and slots) and the store
+has no other maker; the four modes share the builder's key reading.
 """
 from __future__ import annotations
 
@@ -28,9 +31,11 @@ from ...compat.kv_files import KIND, RETRACT_KINDS, SEQUENCE, FileRef, KeyValueF
 from ..keys.routing import KeySlice
 from ..protocol.changes import BucketChange, BucketFiles, BucketKey
 from .budget import DiskBudget, MemoryCache
-from .index import NONE, KeyIndex, Layer, location, resolve, rows_of, slots_of
-from .keys import KeyHasher, keys_equal
-from .runs import FileRun, MergedRun, Run, Target
+from .index import NONE, KeyIndex, Layer, resolve
+from .packed import location, rows_of, slots_of
+from .key_hashes import KeyHasher, keys_equal
+from .runs import FileRun, MergedRun, Run
+from .targets import Target
 
 FOLD_LAYERS = 8  # fold the overlays into the base once there are this many ...
 FOLD_KEYS = 1 << 18  # ... or they hold this many keys (or an eighth of the base)

@@ -3,7 +3,7 @@
 Such an executor keeps every bucket of the table, each store indexing the keys of its own channels
 (``keys/routing.py``: ``KeySlice``), so a key could be in any store of its partition. Probing every store costs a
 binary search per store for every key. A ``Router`` answers the question in one search: the low 32 bits of every
-key's index hash (``store/keys.py``), sorted, with the store each came from — 6 bytes a key.
+key's index hash (``store/key_hashes.py``), sorted, with the store each came from — 6 bytes a key.
 
 It is built off the lookup path, for the stores as they were then, and stays right as they change: a key is either
 in a store unchanged since the router was built (the router names it) or in one that changed since (those few are

@@ -16,17 +16,18 @@ another schema, the runs' chunks and frames answer as before.
 
 Rows are addressed by position; a run's *layout* (rows per frame, 256 frames per chunk) is fixed when its rows are
 first decoded, so a chunk in the memory cache and the same chunk of the frame file hold the same rows. A run keeps
-the schema its rows were read with; ``take`` answers in any later schema of the table (columns matched by field
-id: added columns come as nulls, renamed ones under their new name, widened ones cast).
+the schema its rows were read with; ``take`` answers in any later schema of the table (``targets.py``).
+
+One module of ~430 lines: ``Run`` holds the chunk, frame and sheet machinery its two kinds share, ``FileRun`` and
+``MergedRun`` differ only in where the rows come from, and ``sheet_of`` sets the runs' sheet references.
 """
 from __future__ import annotations
 
 import itertools
 import os
 import threading
-import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +35,7 @@ import pyarrow as pa
 from ...compat.kv_files import KIND, SEQUENCE, FileRef, KeyValueFiles
 from .budget import DiskBudget, MemoryCache
 from .frames import CHUNK_FRAMES, FrameFile, FrameWriter, frame_rows_for, write_frames
+from .targets import Target, evolved, readers_of, source_names
 
 _uids = itertools.count(1)
 FRAMES_BEFORE_CHUNK = 8  # a batch needing more frames than this of one chunk decompresses (and caches) the chunk
@@ -49,19 +51,6 @@ class SheetRef(NamedTuple):
     uid: int  # the sheet's (its cache key is (uid, SHEET))
     start: int  # the run's first row in it
     schema_id: int  # the schema the rows were read in
-
-
-class Target:
-    """The schema an answer is in: the table's fields at the view's schema, and the columns asked for."""
-
-    def __init__(self, schema_id: int, fields: Sequence, schema: pa.Schema, columns: Optional[Sequence[str]]) -> None:
-        self.schema_id = schema_id
-        self.fields = list(fields)
-        self.columns = list(columns) if columns else list(schema.names)
-        self.names = tuple(self.columns)  # hashable: the value readers' positions are cached by it
-        self.schema = pa.schema([schema.field(c) for c in self.columns])
-        by_name = {f.name: f for f in self.fields}
-        self.ids = [by_name[c].id for c in self.columns]
 
 
 @dataclass(frozen=True)
@@ -160,7 +149,7 @@ class Run:
             return [sheet[0].select(target.columns).take(pa.array(rows + sheet[1]))]
         frames = self._frames
         self.disk.touch(self.uid)
-        names = _source_names(content, target)
+        names = source_names(content, target)
         evolve = content.schema_id != target.schema_id
         chunk_rows = content.chunk_rows
         first, last = int(rows[0]) // chunk_rows, int(rows[-1]) // chunk_rows
@@ -188,7 +177,7 @@ class Run:
                 batch = self._chunk(c, frames)
             out.append(batch.select(names).take(pa.array(part - c * chunk_rows)))
         if evolve:
-            return _evolved(content, pa.Table.from_batches(out), target).to_batches()
+            return evolved(content, pa.Table.from_batches(out), target).to_batches()
         return out
 
     def sheet_rows(self, schema_id: Optional[int] = None) -> Optional[Tuple[pa.RecordBatch, int]]:
@@ -222,10 +211,10 @@ class Run:
         """One row as a record batch (a slice of the cached chunk or frame that holds it)."""
         content = self._ready()
         batch, i = self._holding(r, content)
-        one = batch.slice(i, 1).select(_source_names(content, target))
+        one = batch.slice(i, 1).select(source_names(content, target))
         if content.schema_id == target.schema_id:
             return one
-        return _evolved(content, pa.Table.from_batches([one]), target).to_batches()[0]
+        return evolved(content, pa.Table.from_batches([one]), target).to_batches()[0]
 
     def values(self, r: int, target: Target) -> list:
         """One row's values in ``target``'s columns, as ``to_pylist`` gives them: read straight from the batch that
@@ -234,7 +223,7 @@ class Run:
         if content.schema_id != target.schema_id:
             return list(self.row(r, target).to_pylist()[0].values())
         batch, i = self._holding(r, content)
-        readers, positions = _readers_of(batch, target.names)
+        readers, positions = readers_of(batch, target.names)
         return [readers[p](i) for p in positions]
 
     def warm(self) -> int:
@@ -322,66 +311,6 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-_READERS: Dict[int, tuple] = {}  # id(batch) → (a value reader per column, {columns: positions}), while it lives
-
-
-def _readers_of(batch: pa.RecordBatch, names: Tuple[str, ...]) -> Tuple[list, List[int]]:
-    """A cached batch's value readers (``value_reader``) and the positions of ``names`` among them. Kept as long
-    as the batch object lives (the memory cache holds it): the readers share its buffers, nothing is copied."""
-    key = id(batch)
-    entry = _READERS.get(key)
-    if entry is None:
-        entry = _READERS[key] = ([value_reader(c) for c in batch.columns], {})
-        weakref.finalize(batch, _READERS.pop, key, None)
-    readers, positions = entry
-    at = positions.get(names)
-    if at is None:
-        index = {n: j for j, n in enumerate(batch.schema.names)}
-        at = positions[names] = [index[n] for n in names]
-    return readers, at
-
-
-def value_reader(array: pa.Array) -> Callable[[int], Any]:
-    """``i`` → the value at ``i`` as ``to_pylist`` gives it. A one-key answer reads a few values of a batch that
-    the gRPC call before it pushed out of the CPU's caches: numbers through a numpy view (``ndarray.item``) and
-    text through its offsets and bytes cost ~3x less there than pyarrow's scalars (``array[i].as_py()``), which
-    stay the way for every other type and for columns with nulls."""
-    t = array.type
-    if array.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)) and not pa.types.is_float16(t):
-        return array.to_numpy(zero_copy_only=True).item
-    if array.null_count == 0 and (pa.types.is_string(t) or pa.types.is_large_string(t)):
-        _, offsets_buffer, data_buffer = array.buffers()
-        offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if pa.types.is_large_string(t) else np.int32,
-                                count=array.offset + len(array) + 1)
-        data = memoryview(data_buffer) if data_buffer is not None else memoryview(b"")
-        at = array.offset
-        return lambda i: str(data[offsets[at + i]:offsets[at + i + 1]], "utf-8")
-    return lambda i: array[i].as_py()
-
-
-def _source_names(content: Content, target: Target) -> List[str]:
-    if content.schema_id == target.schema_id:
-        return target.columns
-    by_id = {f.id: f.name for f in content.fields}
-    return [by_id[i] for i in target.ids if i in by_id]
-
-
-def _evolved(content: Content, table: pa.Table, target: Target) -> pa.Table:
-    """Rows read with an older schema of the table, in ``target``'s (matched by field id)."""
-    if content.schema_id == target.schema_id:
-        return table
-    by_id = {f.id: f.name for f in content.fields}
-    arrays = []
-    for i, field in zip(target.ids, target.schema):
-        name = by_id.get(i)
-        if name is None:
-            arrays.append(pa.nulls(table.num_rows, field.type))
-        else:
-            col = table.column(name)
-            arrays.append(col.cast(field.type) if col.type != field.type else col)
-    return pa.Table.from_arrays(arrays, schema=target.schema)
 
 
 def _row_schema(schema: pa.Schema) -> pa.Schema:
@@ -498,4 +427,4 @@ class MergedRun(Run):
         disk.add(self.uid, self._frames.disk_bytes, None)
 
 
-__all__ = ["Content", "FileRun", "MergedRun", "Run", "SheetRef", "Target", "positions_by_code", "sheet_of"]
+__all__ = ["Content", "FileRun", "MergedRun", "Run", "SheetRef", "positions_by_code", "sheet_of"]

@@ -60,7 +60,8 @@ def serve(tables, catalog, executors, channels, host, port, advertise, local_dir
     """Serve point lookups for primary-key tables (every bucket mode) until interrupted."""
     from ..concurrency import on_signals
     from ..log_format import configure, say
-    from ..service.coordinator.query_service import QueryService, ServeOptions
+    from ..service.coordinator.query_service import QueryService
+    from ..service.coordinator.serve_options import ServeOptions
     from ..service.protocol.security import exposure_warning
 
     import asyncio

@@ -12,7 +12,8 @@ from ...storage.retry import Outage
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from .lease import ACTIVE, Lease
-from .registry import JoinRefused, Member, Registry
+from .members import Member
+from .registry import ExecutorStatus, JoinRefused, Registry
 from .scanner import TableLayout
 
 log = logging.getLogger(__name__)
@@ -78,27 +79,7 @@ class AddressServicer(pbg.AddressServiceServicer):
     async def Status(self, request, context):
         await self._check_table(request.table, context)
         reg = self.registry
-        by_executor = reg.assignment.by_executor()
-        out = []
-        for index in reg.known():
-            member = reg.members.get(index)
-            serving = member.tables.get(request.table) if member is not None else None
-            out.append(pb.ExecutorStatus(
-                info=reg.info(index, request.table),
-                commit_time_ms=serving.commit_time_ms if serving is not None else 0,
-                keys=serving.keys if serving is not None else 0,
-                buckets=list(serving.buckets) if serving is not None else [],
-                requests_per_second=member.rates[0] if member else 0.0,
-                keys_per_second=member.rates[1] if member else 0.0,
-                last_heartbeat_ms=member.last_heartbeat_ms if member else 0,
-                schema_id=serving.schema_id if serving is not None else 0,
-                channels=by_executor.get(index, []),
-                files_loaded=serving.files_loaded if serving is not None else 0,
-                files=serving.files if serving is not None else 0,
-                disk_bytes=serving.disk_bytes if serving is not None else 0,
-                memory_bytes=member.memory_bytes if member else 0,
-                settled=serving.settled if serving is not None else False,
-            ))
+        executors = [_executor_status(e) for e in reg.status(request.table)]
         outage = self.outage(request.table)
         lease = self.lease
         layout = self.layout(request.table)
@@ -106,7 +87,7 @@ class AddressServicer(pbg.AddressServiceServicer):
             role=lease.role if lease is not None else "active", epoch=lease.epoch if lease is not None else 0,
             standbys=sorted(lease.standbys) if lease is not None else [],
             table=request.table, address=self.address(), started_ms=reg.started_ms,
-            num_executors=len(out), executors=out, tables=reg.tables, version=self.version,
+            num_executors=len(executors), executors=executors, tables=reg.tables, version=self.version,
             storage_error=outage.cause if outage else "",
             storage_error_since_ms=int(outage.since * 1000) if outage else 0,
             channels=reg.assignment.channels, schema_id=layout.schema_id, table_kind=layout.kind,
@@ -155,3 +136,23 @@ class AddressServicer(pbg.AddressServiceServicer):
             pass
         finally:
             member.end()  # it closed its side: it is leaving
+
+
+def _executor_status(e: ExecutorStatus) -> pb.ExecutorStatus:
+    """The registry's ``ExecutorStatus`` as the proto says it."""
+    serving = e.serving
+    return pb.ExecutorStatus(
+        info=e.info, channels=e.channels, requests_per_second=e.rates[0], keys_per_second=e.rates[1],
+        last_heartbeat_ms=e.last_heartbeat_ms, memory_bytes=e.memory_bytes,
+        commit_time_ms=serving.commit_time_ms if serving is not None else 0,
+        keys=serving.keys if serving is not None else 0,
+        buckets=list(serving.buckets) if serving is not None else [],
+        schema_id=serving.schema_id if serving is not None else 0,
+        files_loaded=serving.files_loaded if serving is not None else 0,
+        files=serving.files if serving is not None else 0,
+        disk_bytes=serving.disk_bytes if serving is not None else 0,
+        settled=serving.settled if serving is not None else False,
+    )
+
+
+__all__ = ["AddressServicer"]

@@ -22,12 +22,11 @@ import shutil
 import socket
 import tempfile
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, List, Optional, Set
 
 import grpc
 
-from ...catalog import CatalogConfig, open_table
+from ...catalog import open_table
 from ...stream import query_auth
 from ...errors import ServiceError, UsageError
 from ...storage.retry import StorageHealth
@@ -36,72 +35,20 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol import registration as regmod
 from ..protocol.addresses import NoAddress, advertised
-from ..protocol.executor_spec import DEFAULT_MAX_MESSAGE_BYTES, ExecutorSpec
+from ..protocol.executor_spec import ExecutorSpec
 from ..protocol.probes import ADDRESS_SERVICE, EXECUTOR_SERVICE, Probes
-from ..protocol.security import Security, add_port, is_loopback, server_options
+from ..protocol.security import add_port, server_options
+from .address_servicer import AddressServicer
 from .assignment import default_channels
 from .launcher import ExecutorLauncher, LocalProcesses
 from .lease import ACTIVE, DRAINING, STANDBY, STOPPED, Lease
 from .registry import Registry
 from .routed_lookups import RoutedLookups
 from .scanner import TableLayout, TableScanner
-from .address_servicer import AddressServicer
+from .serve_options import ServeOptions, check_can_listen, default_executors
+from .slot_specs import slot_spec
 
 log = logging.getLogger(__name__)
-
-DEFAULT_MAX_BATCH_KEYS = 100_000
-
-
-def default_executors() -> int:
-    """One executor per core, leaving one core for the scanner and address server on bigger machines."""
-    cpus = os.cpu_count() or 1
-    return max(1, min(16, cpus - 1 if cpus > 2 else cpus))
-
-
-@dataclass
-class ServeOptions:
-    tables: Sequence[str]
-    catalog: CatalogConfig
-    executors: Optional[int] = None  # serve's own executors (slots); 0: only executors that join
-    channels: Optional[int] = None  # routing channels (default max(16, executors))
-    host: str = "127.0.0.1"
-    port: int = 0
-    advertise: str = ""  # the address written to the registration ("" = host:port; 0.0.0.0: protocol/addresses.py)
-    local_dir: Optional[str] = None
-    security: Security = field(default_factory=Security)
-    lease_seconds: float = 10.0
-    heartbeat_timeout: float = 2.0  # an executor silent this long is not routed to
-    executor_timeout: float = 3.0  # ... and this long is restarted (a slot) or dropped (a joined executor)
-    max_batch_keys: int = DEFAULT_MAX_BATCH_KEYS
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    # Idle polling of each table (s); None: 0.3 on object stores (≈3.3 requests/s a table), inotify locally.
-    poll_interval: Optional[float] = None
-    # Runs the slots' executors (None: local spawn processes). See launcher.ExecutorLauncher.
-    launcher: Optional[ExecutorLauncher] = None
-    max_memory: Optional[int] = None  # each executor's budgets (None: a share of its machine's, see ExecutorSpec)
-    max_disk: Optional[int] = None
-    # after a takeover, how long the executors of the coordinator before keep their channels while they re-join
-    rejoin_grace: float = 10.0
-    handover_timeout: float = 5.0  # a draining active waits this long for its standby to take over
-    metrics_port: Optional[int] = None  # Prometheus text format on http://host:port/metrics (0: any free port)
-    log_format: str = "text"  # "json": serve's executors log JSON lines too
-
-
-def check_can_listen(host: str, port: int) -> None:
-    """Bind (and release) ``host:port`` as gRPC will (SO_REUSEADDR): a port in use, a privileged port or an
-    address not on this machine fails here with the operating system's reason."""
-    try:
-        infos = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as e:
-        raise ServiceError(f"cannot listen on {host}:{port}: {e.strerror}") from None
-    for family, kind, proto, _, address in infos:
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind(address)
-            except OSError as e:
-                raise ServiceError(f"cannot listen on {host}:{port}: {e.strerror.lower()}") from None
-
 
 class QueryService:
     def __init__(self, options: ServeOptions) -> None:
@@ -271,34 +218,10 @@ class QueryService:
 
     # -- executors ----------------------------------------------------------------------------------------
     def executor_spec(self, index: int) -> ExecutorSpec:
-        """What slot ``index``'s executor needs. A local process dials the coordinator on this machine and
-        shares serve's --local-dir; one the launcher runs elsewhere (``launcher.description != "local"``) dials
-        the advertised address, binds loopback when serve does and otherwise an address of its machine (the
-        launcher narrows "0.0.0.0" down: a Spark task takes its worker's), and keeps a private temp dir on its
-        machine unless --local-dir names a path there. Both get the catalog with its warehouse absolute."""
-        o = self.options
+        """What slot ``index``'s executor needs (``slot_specs.slot_spec``)."""
         local = self.launcher is None or isinstance(self.launcher, LocalProcesses)
-        if local:
-            return ExecutorSpec(catalog=self.catalog, coordinator=self._local_address(), local_dir=self.local_dir,
-                                index=index, host=o.host, security=o.security,
-                                max_message_bytes=o.max_message_bytes, max_memory=o.max_memory, max_disk=o.max_disk,
-                                memory_share=max(1, self.num_executors), service_id=self.service_id,
-                                log_format=o.log_format)
-        return ExecutorSpec(catalog=self.catalog, coordinator=self.address, local_dir=o.local_dir or "",
-                            index=index, host=o.host if is_loopback(o.host) else "0.0.0.0", security=o.security, rejoin=True,
-                            max_message_bytes=o.max_message_bytes, tag=f"{self.service_id[:10]}-{index}",
-                            max_memory=o.max_memory, max_disk=o.max_disk, service_id=self.service_id, log_format=o.log_format)
-
-    def _local_address(self) -> str:
-        """How executors on this machine reach the coordinator."""
-        host, port = self.options.host, self.address.rsplit(":", 1)[1]
-        if host in ("0.0.0.0", ""):
-            host = "127.0.0.1"
-        elif host in ("::", "[::]"):
-            host = "[::1]"
-        elif ":" in host and not host.startswith("["):
-            host = f"[{host}]"
-        return f"{host}:{port}"
+        return slot_spec(self.options, index, catalog=self.catalog, service_id=self.service_id,
+                         local_dir=self.local_dir, address=self.address, slots=self.num_executors, local=local)
 
     def _joined(self, index: int) -> None:
         for scanner in self.scanners.values():
@@ -337,21 +260,12 @@ class QueryService:
     # -- registration -------------------------------------------------------------------------------------
     def _registration(self) -> regmod.Registration:
         reg = self.registry
-        by_executor = reg.assignment.by_executor()
-        assignment = []
-        for index in sorted(by_executor):
-            member = reg.members.get(index)
-            reserved = reg.reserved.get(index)
-            address = member.address if member else reserved.address if reserved else ""
-            host = member.hello.host if member else reserved.host if reserved else ""
-            assignment.append({"index": index, "address": address, "host": host, "channels": by_executor[index],
-                               "joined": index >= reg.slots})
         return regmod.Registration(
             service_id=self.service_id, addresses=[self.address], host=socket.gethostname(), pid=os.getpid(),
             tables=list(self.options.tables), executors=len(reg.members), tls=self.options.security.tls,
             auth="token" if self.options.security.token else "none", started_ms=self._started_ms,
             heartbeat_ms=regmod.now_ms(), lease_ms=int(self.options.lease_seconds * 1000),
-            channels=reg.assignment.channels, assignment=assignment,
+            channels=reg.assignment.channels, assignment=reg.registered(),
         )
 
     async def _refresh_registrations(self) -> None:
@@ -483,5 +397,4 @@ class QueryService:
         await self.stop()
 
 
-__all__ = ["DEFAULT_MAX_BATCH_KEYS", "DEFAULT_MAX_MESSAGE_BYTES", "QueryService", "ServeOptions",
-           "check_can_listen", "default_executors"]
+__all__ = ["QueryService", "ServeOptions"]

@@ -12,66 +12,30 @@ gained channels; the registration is rewritten).
 """
 from __future__ import annotations
 
-import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..protocol import ASSIGNMENT, PROTOCOL_VERSION
 from ..protocol import lookup_pb2 as pb
 from .assignment import NONE, Assignment, initial, rebalance
+from .members import Member, Reserved
 
 
 class JoinRefused(Exception):
     """A hello the coordinator cannot accept (the reason is sent back to the executor)."""
 
 
-@dataclass
-class Reserved:
-    """An executor of the coordinator this one took over from, expected to re-join: it keeps its index and its
-    channels (clients keep being routed to it: it still answers from what it holds) until ``until``."""
+@dataclass(frozen=True)
+class ExecutorStatus:
+    """One executor as a status shows it for one table (``address_servicer.py`` translates it to the proto)."""
 
-    address: str
-    host: str
-    until: float
-
-
-@dataclass(eq=False)
-class Member:
-    index: int
-    hello: pb.ExecutorHello
-    slot: bool  # one of serve's own executors
-    outbox: "asyncio.Queue[Optional[pb.ExecutorWork]]" = field(default_factory=asyncio.Queue)
-    joined: float = field(default_factory=time.monotonic)
-    last_heartbeat: float = field(default_factory=time.monotonic)
-    last_heartbeat_ms: int = field(default_factory=lambda: int(time.time() * 1000))
-    tables: Dict[str, pb.TableServing] = field(default_factory=dict)
-    requests: int = 0
-    keys: int = 0
-    memory_bytes: int = 0
-    rates: Tuple[float, float] = (0.0, 0.0)
-    _prev: Optional[Tuple[float, int, int]] = None
-    gone: bool = False
-    draining: bool = False  # it said it is stopping: its channels move away (made before the break)
-    stats: pb.ExecutorStats = field(default_factory=pb.ExecutorStats)  # its counters (metrics)
-
-    @property
-    def address(self) -> str:
-        return self.hello.address
-
-    def send(self, work: pb.ExecutorWork) -> None:
-        if not self.gone:
-            self.outbox.put_nowait(work)
-
-    def end(self) -> None:
-        """End its Join call (it left, fell silent, or was replaced)."""
-        if not self.gone:
-            self.gone = True
-            self.outbox.put_nowait(None)
-
-    def alive(self, timeout: float, now: Optional[float] = None) -> bool:
-        now = time.monotonic() if now is None else now
-        return not self.gone and now - self.last_heartbeat <= timeout
+    info: pb.ExecutorInfo
+    channels: List[int]
+    serving: Optional[pb.TableServing]  # what it last said it serves of the table (None: nothing yet)
+    rates: Tuple[float, float]  # (requests, keys) per second
+    last_heartbeat_ms: int
+    memory_bytes: int
 
 
 class Registry:
@@ -331,6 +295,32 @@ class Registry:
             restarts=max(0, self.restarts.get(index, 0)), host=h.host, joined=not member.slot,
         )
 
+    def status(self, table: str) -> List["ExecutorStatus"]:
+        """Every executor a status shows (``known``), as it serves ``table``."""
+        by_executor = self.assignment.by_executor()
+        out = []
+        for index in self.known():
+            member = self.members.get(index)
+            out.append(ExecutorStatus(self.info(index, table), by_executor.get(index, []),
+                                      member.tables.get(table) if member is not None else None,
+                                      member.rates if member is not None else (0.0, 0.0),
+                                      member.last_heartbeat_ms if member is not None else 0,
+                                      member.memory_bytes if member is not None else 0))
+        return out
+
+    def registered(self) -> List[dict]:
+        """The executors the registration names: each that owns channels, with its address, host and channels."""
+        by_executor = self.assignment.by_executor()
+        out = []
+        for index in sorted(by_executor):
+            member = self.members.get(index)
+            reserved = self.reserved.get(index)
+            address = member.address if member else reserved.address if reserved else ""
+            host = member.hello.host if member else reserved.host if reserved else ""
+            out.append({"index": index, "address": address, "host": host, "channels": by_executor[index],
+                        "joined": index >= self.slots})
+        return out
+
     def known(self) -> List[int]:
         """Indices a status shows: every slot, and every joined executor."""
         return sorted(set(range(self.slots)) | set(self.members) | set(self.reserved))
@@ -366,4 +356,4 @@ class Registry:
         return True
 
 
-__all__ = ["JoinRefused", "Member", "Registry", "Reserved"]
+__all__ = ["ExecutorStatus", "JoinRefused", "Registry"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import grpc
 
 from ..protocol import lookup_pb2_grpc as pbg
-from .lookups import Lookups, Refused, Why
+from .lookups import Lookups
+from .refusals import Refused, Why
 
 STATUS = {
     Why.INVALID: grpc.StatusCode.INVALID_ARGUMENT,

@@ -1,6 +1,6 @@
 """One table on one executor: its bucket stores, the snapshot and schema they reflect, the channels it answers for.
 
-Everything a lookup reads is one immutable ``View``, replaced as a whole: a change message builds new stores off
+Everything a lookup reads is one immutable ``View`` (``views.py``), replaced as a whole: a change message builds new stores off
 the event loop (``prepare_full`` / ``prepare_delta``: buckets in parallel, in worker threads) and ``swap``
 installs them together with their snapshot id, schema id and channels, so an answer always reflects exactly the
 snapshot it reports. How a store is built and changed is ``service/store/``'s business: a commit costs the keys of
@@ -13,9 +13,13 @@ and filling the memory cache. A fold is installed only if the bucket's index has
 * A full state (``TableFull``) keeps the stores of buckets whose files did not change (a rebalance or a rejoin
   costs only the buckets that moved), and reuses the row files of the files a rebuilt bucket still has.
 * A new schema id (a writer added or widened a column) costs nothing here: rows read with an older schema are
-  answered in the new one (``store/runs.py``).
+  answered in the new one (``store/targets.py``).
 * An assignment that takes channels away drops them from the view at once, with their buckets' stores and local
   files; channels it adds are answered after the full state that loads them.
+
+One module of ~450 lines: the view's three writers — change messages (``prepare_*``, ``swap``), assignments and the
+background — replace the same ``View`` under one rule (a fold or a router is installed only over the view it was
+made for); apart, each would reach into the others' state.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -36,19 +40,11 @@ from ..protocol.wire import ipc_stream, schema_bytes
 from ..store import BucketBuilder, BucketStore, DiskBudget, MemoryCache, Target
 from ..store.router import Router
 from ..store.runs import Run, sheet_of
+from .views import AnswerSchema, Reading, TableKeys, View, key_kind
 
 log = logging.getLogger(__name__)
 
 LOADERS = 2  # data files whose rows the background writes at a time
-
-
-def key_kind(arrow_type: pa.DataType) -> Optional[str]:
-    """The ``Value`` field a key column travels in when one key is sent without Arrow (``lookup.proto``)."""
-    if pa.types.is_integer(arrow_type):
-        return "int"
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return "text"
-    return None
 
 
 def bucket_error(e: BaseException) -> str:
@@ -72,40 +68,6 @@ class Stores:
     call: Callable[[Callable], object]
 
 
-@dataclass(frozen=True)
-class View:
-    """What lookups of one table read, all of one snapshot."""
-
-    snapshot_id: int = 0
-    schema_id: int = 0
-    commit_ms: int = 0
-    ready: bool = False
-    stores: Dict[BucketKey, BucketStore] = field(default_factory=dict)
-    files: Dict[BucketKey, BucketFiles] = field(default_factory=dict)
-    broken: Dict[BucketKey, str] = field(default_factory=dict)  # buckets that cannot be served, and why
-    served: FrozenSet[int] = frozenset()  # channels loaded and owned
-    schema: Optional[pa.Schema] = None  # the rows' schema (the table's at schema_id)
-    fields: tuple = ()  # the table's fields at schema_id (field ids: rows of older schemas are matched by them)
-    # the buckets this view answers for (served channel, not broken) → their store (None: no rows): one dict
-    # lookup decides a one-key request; filled by ``TableState._opened``
-    answering: Dict[BucketKey, Optional[BucketStore]] = field(default_factory=dict)
-    # a slotted table's stores (``routing.slotted``: each indexes the keys of this executor's channels) by the
-    # partition of a key (every partition's, under (), on cross-partition tables); filled by ``_opened``
-    by_partition: Dict[tuple, Dict[BucketKey, BucketStore]] = field(default_factory=dict)
-    # which of them holds a key, by partition (built by the background for the stores of some earlier view)
-    routers: Dict[tuple, Router] = field(default_factory=dict)
-
-    def broken_in(self, partition: tuple, cross: bool) -> Optional[Tuple[BucketKey, str]]:
-        """A bucket of ``partition`` (of any partition when ``cross``) that cannot be served, and why."""
-        for key, error in self.broken.items():
-            if cross or key[0] == partition:
-                return key, error
-        return None
-
-    def keys_held(self) -> int:
-        return sum(s.rows for s in self.stores.values())
-
-
 @dataclass
 class Prepared:
     """New stores for a view, built in worker threads; what the old ones leave is deleted after the swap."""
@@ -126,9 +88,7 @@ class TableState:
         self.partition_positions = [self.key_names.index(k) for k in self.routing.key_partition_keys]
         self.cross_partition = self.routing.kind == "cross-partition"
         self.slotted = self.routing.slotted
-        self._empty: Dict[tuple, bytes] = {}
-        self._messages: Dict[tuple, bytes] = {}
-        self._targets: Dict[tuple, Target] = {}
+        self._answers: Dict[tuple, AnswerSchema] = {}
         self.builder = BucketBuilder(table, table_mode(table), stores.cache, stores.disk, stores.call)
         self._use(table)
         self.view = View(schema=self.schema, schema_id=self.table.table_schema.id, fields=tuple(self.table.fields))
@@ -150,45 +110,46 @@ class TableState:
         self.mode = table_mode(table)
         self.codec = RowCodec(table)
         self.schema = PyarrowFieldParser.from_paimon_schema(table.fields)
-        self.key_schema = pa.schema([self.schema.field(k) for k in self.key_names])
-        self.key_types = [f.type for f in self.key_schema]
-        # the Value kind of each key column in a one-key request (None: that key takes the Arrow path)
-        self.key_kinds = [key_kind(t) for t in self.key_types]
+        key_schema = pa.schema([self.schema.field(k) for k in self.key_names])
         self.builder.use(table)
         hasher = self.builder.hasher
-        # where an exact store's key (one integer column of the trimmed key) is among a request's key values
-        self.exact_position = self.key_names.index(hasher.names[0]) if hasher.exact else -1
+        key_types = [f.type for f in key_schema]
+        self.keys = TableKeys(
+            names=self.key_names, schema=key_schema, types=key_types, kinds=[key_kind(t) for t in key_types],
+            partition_positions=self.partition_positions,
+            # where an exact store's key (one integer column of the trimmed key) is among a request's key values
+            exact_position=self.key_names.index(hasher.names[0]) if hasher.exact else -1,
+            hasher=hasher, routing=self.routing, slotted=self.slotted, cross_partition=self.cross_partition)
 
-    @property
-    def hasher(self):
-        return self.builder.hasher
+    # -- what one lookup reads ------------------------------------------------------------------------------
+    def reading(self, view: View, columns: Optional[Sequence[str]], index: int, owners: tuple) -> Reading:
+        """What one lookup of ``view`` reads, taken once for the call (``views.Reading``)."""
+        return Reading(self.name, index, view, self.keys, self._answer_schema(view, columns), self.warm(view),
+                       self.channels, self.owned, owners)
 
-    def _out_schema(self, view: View, columns: Optional[Sequence[str]]) -> pa.Schema:
-        return view.schema if not columns else pa.schema([view.schema.field(c) for c in columns])
-
-    def target(self, view: View, columns: Optional[Sequence[str]]) -> Target:
-        """The schema answers from ``view`` are in (cached per schema and projection)."""
+    def _answer_schema(self, view: View, columns: Optional[Sequence[str]]) -> AnswerSchema:
+        """The schema answers from ``view`` are in, and its two messages (cached per schema and projection)."""
         cache_key = (view.schema_id, tuple(columns) if columns else None)
-        t = self._targets.get(cache_key)
-        if t is None:
-            t = self._targets[cache_key] = Target(view.schema_id, view.fields, view.schema, columns)
-        return t
+        answer = self._answers.get(cache_key)
+        if answer is None:
+            out = view.schema if not columns else pa.schema([view.schema.field(c) for c in columns])
+            answer = self._answers[cache_key] = AnswerSchema(
+                Target(view.schema_id, view.fields, view.schema, columns), ipc_stream(out.empty_table()),
+                schema_bytes(out))
+        return answer
 
-    def empty_rows(self, view: View, columns: Optional[Sequence[str]]) -> bytes:
-        """An Arrow IPC stream of no rows with the view's schema (cached: every miss answers it)."""
-        cache_key = (view.schema_id, tuple(columns) if columns else None)
-        data = self._empty.get(cache_key)
-        if data is None:
-            data = self._empty[cache_key] = ipc_stream(self._out_schema(view, columns).empty_table())
-        return data
+    async def until(self, snapshot_id: int, timeout: Optional[float]) -> bool:
+        """Wait until this table serves ``snapshot_id`` (at most ``timeout`` seconds; None: no limit); False when
+        the time ran out first."""
+        async def serving():
+            async with self.changed:
+                await self.changed.wait_for(lambda: self.view.snapshot_id >= snapshot_id)
 
-    def schema_message(self, view: View, columns: Optional[Sequence[str]]) -> bytes:
-        """The Arrow IPC schema message of the rows answered (cached: no schema hashing per answer)."""
-        cache_key = (view.schema_id, tuple(columns) if columns else None)
-        data = self._messages.get(cache_key)
-        if data is None:
-            data = self._messages[cache_key] = schema_bytes(self._out_schema(view, columns))
-        return data
+        try:
+            await asyncio.wait_for(serving(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
 
     def at_schema(self, schema_id: int) -> bool:
         """Read with schema ``schema_id`` from now on; True when that is a change."""
@@ -486,4 +447,4 @@ def _collect(garbage: Tuple[Sequence[Run], Sequence[str]]) -> None:
             pass
 
 
-__all__ = ["Prepared", "Stores", "TableState", "View", "bucket_error", "key_kind"]
+__all__ = ["Prepared", "Stores", "TableState", "bucket_error"]

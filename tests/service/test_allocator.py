@@ -8,7 +8,8 @@ import sys
 import pyarrow as pa
 import pytest
 
-from paimon_tail.service.protocol.executor_allocator import EXECUTOR_JEMALLOC_CONF, JEMALLOC_CONF_VAR, executor_environment
+from paimon_tail.service.protocol.executor_allocator import (EXECUTOR_JEMALLOC_CONF, JEMALLOC_CONF_VAR,
+                                                             executor_environment)
 
 from .conftest import ServeProcess
 

@@ -136,4 +136,4 @@ def _columns(view: View, request) -> Optional[List[str]]:
     return columns
 
 
-__all__ = ["Holder", "INLINE_KEYS", "Lookups", "Refused", "Why"]
+__all__ = ["Holder", "INLINE_KEYS", "Lookups"]

@@ -44,7 +44,8 @@ def bucket_problem(r: Reading, key: BucketKey) -> Optional[Problem]:
     error = r.view.broken.get(key)
     if error is not None:
         return Problem(f"{bucket_name(r, key)} of {r.name} cannot be served: {error}", False, Why.DATA_LOSS)
-    return channel_problem(r, r.channel_of(key), f"partition {key[0]} bucket {key[1]} of {r.name}")
+    channel = r.keys.routing.channel_of(key[0], key[1], r.channels)
+    return channel_problem(r, channel, f"partition {key[0]} bucket {key[1]} of {r.name}")
 
 
 def channel_problem(r: Reading, channel: int, where: str = "") -> Optional[Problem]:

@@ -61,7 +61,7 @@ async def answer_typed(r: Reading, values: list, request, pool: Pool) -> pb.Look
         if bucket < 0:  # the caller did not compute it: the executor does
             bucket = routing.bucket(dict(zip(keys.names, kv)))
         if slotted:  # the key's slot: every store of its partition here indexes the keys of this executor's slots
-            problem = channel_problem(r, r.channel_of((partition, bucket)))
+            problem = channel_problem(r, routing.channel_of(partition, bucket, r.channels))
             stores = () if problem is not None else _candidates(view, partition, _hash_one(keys, kv))
         else:
             store = answering.get((partition, bucket), _NOT_HERE)

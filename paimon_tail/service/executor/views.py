@@ -97,8 +97,5 @@ class Reading(NamedTuple):
     owned: FrozenSet[int]  # channels the latest assignment gives this executor
     owners: tuple  # owners[channel] = executor index
 
-    def channel_of(self, key: BucketKey) -> int:
-        return self.keys.routing.channel_of(key[0], key[1], self.channels)
-
 
 __all__ = ["AnswerSchema", "Reading", "TableKeys", "View", "key_kind"]

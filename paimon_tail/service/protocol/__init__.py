@@ -1,7 +1,10 @@
 """The query service's contracts: ``lookup.proto`` (+ generated code, ``scripts/gen_proto.py``), the typed change
 records executors receive (``changes.py``: Paimon file metadata ↔ protobuf), the registration file
 (``registration.py``), Arrow IPC helpers (``wire.py``; ``ipc_py.py`` without pyarrow), TLS + token
-(``security.py``) and the addresses written down for others to dial (``addresses.py``). Everything that crosses a socket is defined here; nothing is pickled.
+(``security.py``) and the addresses written down for others to dial (``addresses.py``). Everything that crosses a
+socket is defined here; nothing is pickled. The coordinator and the executor also meet here outside a socket:
+``executor_spec.py`` (what an executor is started with, and its entry point), ``executor_allocator.py``,
+``local_dirs.py``. Nothing here imports ``keys/``, ``client/``, ``coordinator/``, ``executor/`` or ``store/``.
 
 Importing this package loads nothing heavy (the one-key command-line lookup uses it without pyarrow).
 """

@@ -203,7 +203,7 @@ def test_diff_catch_up_with_overwrites(wh, kind):
 def test_spark_source_reads_or_skips_overwrites_as_follow(wh, caplog):
     """The Spark source's planning and task reads (its driver and executor code, run here without Spark): the
     overwrite skipped with a warning in the driver's log, or read as -D/+I; the same rows as follow."""
-    from paimon_tail.spark.options import parse_options
+    from paimon_tail.spark.source_options import parse_options
     from paimon_tail.spark.runtime import ReadSpec, output_arrow_schema, read_task
     from paimon_tail.spark.stream import StreamPlanner, limits_from
 

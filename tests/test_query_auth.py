@@ -122,7 +122,7 @@ def test_the_cli_applies_them(auth):
 def test_spark_source_tasks_apply_them(auth):
     """The Spark source's driver planning and task reads (run here, without Spark): a split reaches a task without
     its wrapping, and the task asks the catalog again; the batch read too."""
-    from paimon_tail.spark.options import parse_options
+    from paimon_tail.spark.source_options import parse_options
     from paimon_tail.spark.runtime import ReadSpec, SplitTask, get_table, output_arrow_schema, read_task, \
         serialize_split
     from paimon_tail.spark.stream import StreamPlanner, limits_from

@@ -10,8 +10,8 @@ import time
 import pyarrow.fs as pafs
 import pytest
 
-from paimon_tail.spark.options import canonical_option_key, catalog_options
-from paimon_tail.storage.errors import StorageError, StorageUnavailable, diagnose
+from paimon_tail.spark.source_options import canonical_option_key, catalog_options
+from paimon_tail.storage.diagnosis import StorageError, StorageUnavailable, diagnose
 from paimon_tail.storage.retry import StorageRetry
 from paimon_tail.storage.s3 import S3Client, S3Config, config_from_options, sign
 

@@ -356,3 +356,8 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def via(proxy: "S3Proxy", wh) -> list:
+    """CLI catalog arguments that reach the warehouse ``wh`` through ``proxy``."""
+    return wh.cli_args(proxy.catalog_options(wh.path))

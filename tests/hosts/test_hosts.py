@@ -33,7 +33,7 @@ from paimon_tail.service.protocol.addresses import resolves_beyond_loopback
 from ..objectstore import S3Proxy, S3Server
 from .netns import Network
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.hosts, pytest.mark.slow, pytest.mark.timeout(600)]
 
 _REASON = Network.unavailable()
 if _REASON:  # pragma: no cover - machines that forbid namespaces

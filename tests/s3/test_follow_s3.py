@@ -14,7 +14,7 @@ import pytest
 from ..conftest import append_rows, run_cli, start_cli
 from ..objectstore import S3Server, _free_port
 from ..reliability.conftest import json_lines, start_cli_to_file, wait_for
-from .conftest import via
+from ..objectstore import via
 
 
 def _ids(lines) -> list:

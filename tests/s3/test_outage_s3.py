@@ -18,7 +18,7 @@ import pytest
 from ..conftest import append_rows
 from ..reliability.conftest import json_lines, start_cli_to_file, wait_for
 from ..service.conftest import PK_SCHEMA, ServeProcess, run_cli as service_cli
-from .conftest import via
+from ..objectstore import via
 
 OUTAGE = float(os.environ.get("PAIMON_TAIL_OUTAGE_SECONDS", "150"))
 

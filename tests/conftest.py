@@ -206,7 +206,7 @@ S3_BUCKET = "lake"
 
 
 def pytest_collection_modifyitems(items) -> None:
-    from .objectstore import S3Server
+    from tests.objectstore import S3Server
 
     for item in items:
         module = getattr(item, "module", None)
@@ -217,7 +217,7 @@ def pytest_collection_modifyitems(items) -> None:
 @pytest.fixture(scope="session")
 def s3():
     """moto's S3 server in its own process on 127.0.0.1, with the bucket ``lake`` (tests/objectstore.py)."""
-    from .objectstore import S3Server
+    from tests.objectstore import S3Server
 
     with S3Server() as server:
         server.create_bucket(S3_BUCKET)
@@ -227,7 +227,7 @@ def s3():
 @pytest.fixture
 def proxy(s3):
     """Our proxy in front of moto: what it counts is what paimon-tail costs; an outage it plays hits only us."""
-    from .objectstore import S3Proxy
+    from tests.objectstore import S3Proxy
 
     with S3Proxy(s3) as p:
         yield p
@@ -241,3 +241,8 @@ def s3wh(s3) -> TestWarehouse:
 
     path = f"s3://{S3_BUCKET}/{uuid.uuid4().hex[:12]}/warehouse"
     return TestWarehouse(path, s3.catalog_options(path))
+
+
+# fixtures of helper modules, for the tests of every package: Paimon Java's tables, and processes reaped at the end
+from tests.cli_runs import reaper  # noqa: E402,F401
+from tests.java.javafix import java_env, java_warehouse  # noqa: E402,F401

@@ -4,6 +4,9 @@ The config file has the same flat YAML form as pypaimon's own CLI (``paimon.yaml
 ``metastore`` (filesystem | rest | jdbc) and any other catalog option; a named catalog (``catalogs.py``) holds
 the same keys. Precedence: the command's flags, then the environment, then the user's default catalog
 (``catalog_config``).
+
+Why one module: it is every command's first step in the order a reader follows it (config, options checked,
+names, the table opened) and its parts share one translation of what goes wrong (``root_cause``); each is small.
 """
 from __future__ import annotations
 
@@ -77,13 +80,13 @@ class CatalogConfig:
 
 
 def _storage_error(e: BaseException, context: str, file_io) -> PaimonTailError:
-    """The error to show for ``e``: its storage root cause when storage is to blame (``storage.errors``)."""
-    from .storage.errors import StorageError, diagnose, endpoint_of
+    """The error to show for ``e``: its storage root cause when storage is to blame (``storage.diagnosis``)."""
+    from .storage.diagnosis import StorageError, diagnose, endpoint_of
 
     diagnosis = diagnose(e, endpoint_of(file_io) if file_io is not None else "the object store")
     if diagnosis is not None:
         return StorageError(f"{context}: {diagnosis.message}")
-    from .storage.errors import chain
+    from .storage.diagnosis import chain
 
     named = next((c for c in chain(e) if isinstance(c, PaimonTailError)), None)
     if named is not None:  # e.g. a schema file that cannot be read (storage/files.py): its message names it
@@ -96,7 +99,7 @@ def _check_bucket(catalog) -> None:
     endpoint (one HeadBucket request, named in one line), rather than "database does not exist"?"""
     import pyarrow.fs as pafs
 
-    from .storage.errors import StorageError, endpoint_of
+    from .storage.diagnosis import StorageError, endpoint_of
 
     file_io = getattr(catalog, "file_io", None)
     filesystem = getattr(file_io, "filesystem", None)
@@ -492,7 +495,7 @@ def _one_line(e: BaseException) -> str:
 def root_cause(e: BaseException) -> str:
     """One line naming what really failed: the innermost exception of the ``__cause__``/``__context__`` chain
     (pypaimon wraps an OSError in a RuntimeError or ValueError of its own), with its type."""
-    from .storage.errors import chain
+    from .storage.diagnosis import chain
 
     *_, inner = chain(e)
     return f"{type(inner).__name__}: {_one_line(inner)}"

@@ -1,7 +1,7 @@
 """What a consumer of ``follow --format debezium|canal|maxwell`` does, written from the formats' documentation:
 validate each Debezium event against the envelope Debezium documents, and fold the events of any of the three
-formats into the table's state (key → row), as a replica would. Shared by tests/test_cdc.py and the Paimon Java
-tests (tests/java/test_cdc_java.py)."""
+formats into the table's state (key → row), as a replica would. Shared by tests/output/test_cdc.py and the Paimon Java
+tests (tests/output/test_cdc_java.py)."""
 from __future__ import annotations
 
 import json

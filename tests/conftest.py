@@ -196,3 +196,53 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     if leaked:
         print(f"\ndemo writers left running by the tests (killed): {leaked}", file=sys.stderr)
         session.exitstatus = 1
+
+
+# -- environments: a test's needs, as markers (``-m s3``, ``-m "not java and not spark"``) -----------------------
+# java, spark, slow and hosts are set by the tests' modules (``pytestmark``); s3 follows from what a test uses (the
+# S3 fixtures, or a module that starts its own S3 server), so such a test is selected with the others wherever it sits.
+S3_FIXTURES = {"s3", "s3wh", "proxy"}
+S3_BUCKET = "lake"
+
+
+def pytest_collection_modifyitems(items) -> None:
+    from tests.objectstore import S3Server
+
+    for item in items:
+        module = getattr(item, "module", None)
+        if S3_FIXTURES & set(getattr(item, "fixturenames", ())) or getattr(module, "S3Server", None) is S3Server:
+            item.add_marker(pytest.mark.s3)
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """moto's S3 server in its own process on 127.0.0.1, with the bucket ``lake`` (tests/objectstore.py)."""
+    from tests.objectstore import S3Server
+
+    with S3Server() as server:
+        server.create_bucket(S3_BUCKET)
+        yield server
+
+
+@pytest.fixture
+def proxy(s3):
+    """Our proxy in front of moto: what it counts is what paimon-tail costs; an outage it plays hits only us."""
+    from tests.objectstore import S3Proxy
+
+    with S3Proxy(s3) as p:
+        yield p
+
+
+@pytest.fixture
+def s3wh(s3) -> TestWarehouse:
+    """A fresh warehouse in the bucket (a new prefix per test). Writers write to moto directly; paimon-tail goes
+    through the proxy (``via(proxy, s3wh)``)."""
+    import uuid
+
+    path = f"s3://{S3_BUCKET}/{uuid.uuid4().hex[:12]}/warehouse"
+    return TestWarehouse(path, s3.catalog_options(path))
+
+
+# fixtures of helper modules, for the tests of every package: Paimon Java's tables, and processes reaped at the end
+from tests.cli_runs import reaper  # noqa: E402,F401
+from tests.java.javafix import java_env, java_warehouse  # noqa: E402,F401

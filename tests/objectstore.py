@@ -51,7 +51,7 @@ class S3Server:
 
     def __init__(self, auth: bool = False, host: str = "127.0.0.1", prefix: Sequence[str] = ()) -> None:
         """``host``/``prefix``: elsewhere than loopback, e.g. inside a network namespace the test made
-        (``prefix=["ip", "netns", "exec", NAME]``, ``host`` one of its addresses: tests/hosts/)."""
+        (``prefix=["ip", "netns", "exec", NAME]``, ``host`` one of its addresses: tests/service/test_hosts.py)."""
         self.auth = auth
         self.host = host
         self.prefix = list(prefix)
@@ -356,3 +356,8 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def via(proxy: "S3Proxy", wh) -> list:
+    """CLI catalog arguments that reach the warehouse ``wh`` through ``proxy``."""
+    return wh.cli_args(proxy.catalog_options(wh.path))

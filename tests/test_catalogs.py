@@ -13,7 +13,7 @@ from paimon_tail import catalogs
 from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import UsageError
 
-from .conftest import TestWarehouse, append_rows, run_cli
+from tests.conftest import TestWarehouse, append_rows, run_cli
 
 BIN = os.path.dirname(sys.executable)  # the venv's bin: paimon-tail on PATH, as in an activated shell
 

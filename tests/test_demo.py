@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from .conftest import CLI, run_cli, writers_of
-from .terminal import Terminal, widest_line
+from tests.conftest import CLI, run_cli, writers_of
+from tests.terminal import Terminal, widest_line
 
 
 def latest(warehouse: str, table: str = "shop.orders") -> int:

@@ -14,8 +14,8 @@ import pytest
 from paimon_tail.cli.common import error_boundary
 from paimon_tail.errors import EXIT_RUNTIME, PaimonTailError, UnreadableFile, library_failure, safe_text
 
-from .conftest import append_rows
-from .terminal import Terminal
+from tests.conftest import append_rows
+from tests.terminal import Terminal
 
 
 def _raised(fn):
@@ -101,7 +101,7 @@ def test_safe_text_escapes_what_a_terminal_would_run():
 def test_a_name_with_an_escape_reaches_the_terminal_escaped(tmp_path):
     """On a real terminal (a pty, its screen emulated): the table name's ESC [2J would clear the screen and
     ESC ] 0 would set the window title; they are shown as text instead."""
-    from .conftest import TestWarehouse
+    from tests.conftest import TestWarehouse
 
     wh = TestWarehouse(str(tmp_path / "wh"))
     wh.create("log")

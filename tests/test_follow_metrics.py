@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from paimon_tail.follow_metrics import STALL_SECONDS, FollowCollector
 from paimon_tail.stream import Follower
 
-from .conftest import CLI, append_rows
+from tests.conftest import CLI, append_rows
 
 
 def scrape(port: int) -> dict:

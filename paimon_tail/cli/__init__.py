@@ -2,7 +2,7 @@
 
 Start-up is part of every command's speed: a command's module is imported only when that command runs (or when
 ``--help`` lists it), and each module imports its library parts inside the command, so ``--help`` loads click and
-nothing else, and ``lookup`` never loads the follower (tests/test_startup.py keeps it so).
+nothing else, and ``lookup`` never loads the follower (tests/cli/test_startup.py keeps it so).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ What a person mistypes, or a script passes by accident (an unset shell variable,
 here with a usage error naming the option (exit 2): an empty or blank value, a control character in a name, a
 column or bucket listed twice, a number that is not one (nan) or out of range, an address that cannot be one.
 What only use can tell (a port taken, a host that does not answer) is checked by the command that uses it, which
-names the value. ``tests/reliability/test_fuzz_options.py`` fuzzes every option of every command against them.
+names the value. ``tests/cli/test_fuzz_options.py`` fuzzes every option of every command against them.
 
 Light on purpose: click and the standard library only (``--help`` loads click alone).
 """

@@ -5,8 +5,8 @@ It is idempotent and thread-safe; :func:`installed` lists what is active.
 
 Each shim lives in its own module, patches the smallest pypaimon function it
 can, documents what it patches, why, and which upstream fix lets it be deleted,
-and has a test that fails without it (``tests/java/`` against real tables written
-by Paimon Java 0.9; ``tests/s3/`` against a real S3 server for the storage ones).
+and has a test that fails without it (the tests marked ``java`` against real tables
+written by Paimon Java 0.9; those marked ``s3`` against a real S3 server for the storage ones).
 ``docs/compatibility.md`` lists them.
 """
 

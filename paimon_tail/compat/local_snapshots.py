@@ -9,13 +9,13 @@ Why
     (``SnapshotFiles``, ``resolve_start``) over them with this read-only ``FileIO``: the same answers, the same
     files read. Only ``SnapshotManager.__init__`` is not run: it imports ``pypaimon.branch`` to name the branch
     directory, and that package imports the catalog (0.4 s); ``LocalSnapshotManager`` sets the same attributes, the
-    branch directory named as ``BranchManager.branch_path`` names it (tests/test_quick_exit.py compares them with
+    branch directory named as ``BranchManager.branch_path`` names it (tests/stream/test_quick_exit.py compares them with
     pypaimon's, for the main branch and another).
 
 Delete when
     ``from pypaimon import CatalogFactory`` and ``catalog.get_table`` no longer import the read path, and
     ``LocalFileIO`` no longer imports ``requests`` (then ``quick.py`` can open the table through pypaimon; the
-    start-up test in tests/test_quick_exit.py stays green through pypaimon).
+    start-up test in tests/stream/test_quick_exit.py stays green through pypaimon).
 """
 from __future__ import annotations
 

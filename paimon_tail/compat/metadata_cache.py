@@ -8,7 +8,7 @@ Why
     pypaimon keeps the PyArrow dataset (footer, schema, fragment) of every data file it opens in one process-wide
     LRU of up to 4,096 entries, bounded by ``file-format.metadata-cache.max-size`` (50 MiB by default) as it
     estimates an entry: the footer's serialized size, at least 8 KiB. What an entry really holds, measured as
-    anonymous RSS after a few thousand reads by two threads (``tests/test_metadata_cache.py``), is ~21 KiB for a
+    anonymous RSS after a few thousand reads by two threads (``tests/compat/test_metadata_cache.py``), is ~21 KiB for a
     Parquet file of 6 columns and ~106 KiB for one of 40: the estimate is 2.6x to 13x low, the 50 MiB never
     applies, and the cache grows to 85-420 MiB. paimon-tail reads each data file once (a follower each new file,
     the scanner none, an executor each local copy, a Spark task each split), so the cache buys nothing: a long
@@ -35,7 +35,7 @@ from pypaimon.read.reader import format_pyarrow_reader as _reader
 NAME = "metadata_cache"
 OPTION = CatalogOptions.FILE_FORMAT_METADATA_CACHE_MAX_SIZE  # file-format.metadata-cache.max-size
 
-# What an entry holds, measured (tests/test_metadata_cache.py, pyarrow 19): Parquet ~2 KiB + ~15.4 bytes per byte
+# What an entry holds, measured (tests/compat/test_metadata_cache.py, pyarrow 19): Parquet ~2 KiB + ~15.4 bytes per byte
 # of serialized footer (6 columns: 21 KiB for a 1.2 KB footer; 40 columns: 106 KiB for 6.9 KB); ORC, whose
 # footer pyarrow does not expose, ~3 KiB + ~6 bytes per byte of Arrow schema. Counted with a margin.
 _PARQUET_BASE, _PARQUET_PER_FOOTER_BYTE = 8 << 10, 20

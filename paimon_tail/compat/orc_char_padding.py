@@ -20,7 +20,7 @@ Why
 Delete when
     pypaimon's ORC read path right-trims CHAR columns itself (a fix in
     ``FormatPyArrowReader`` for ORC CHAR fields), i.e. when
-    ``tests/java/test_java_tables.py::test_shim_orc_char_padding_is_needed``
+    ``tests/compat/test_java_tables.py::test_shim_orc_char_padding_is_needed``
     starts failing because the unpatched reader already returns trimmed values.
 """
 

@@ -20,7 +20,7 @@ Why
 
 Delete when
     pypaimon's local file IO works on path strings (``os.path``) instead of a ``Path`` per file, or pathlib stops
-    interning path components (``tests/test_path_interning.py`` says which).
+    interning path components (``tests/compat/test_path_interning.py`` says which).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ Why
     plain Python (and ``bucket_hash.py`` vectorised) for the usual key types; for the others (decimals beyond a
     long, timestamps with nanoseconds, ...) pypaimon's writer has the only implementation, and keeps it private.
     This module is the one place that calls it, so a pypaimon upgrade that renames it fails one test
-    (``tests/test_compat_private.py``) instead of lookups of those key types.
+    (``tests/compat/test_compat_private.py``) instead of lookups of those key types.
 
 Delete when
     pypaimon exposes a public row hash (``BinaryRow``/``GenericRow`` with ``hash_code()``, or a public

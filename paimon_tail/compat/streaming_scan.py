@@ -12,7 +12,7 @@ Why
     pypaimon's streaming scan plans snapshots from its own loop (sleeping between polls, its own start positions);
     paimon-tail's loop differs (start positions, notification, gaps, consumer positions written after output), so
     it asks the scan for the plan of each snapshot it chose. ``METHODS`` and ``ATTRIBUTES`` are checked by a test
-    (tests/test_stream_parts.py), so a pypaimon upgrade that renames one fails loudly.
+    (tests/stream/test_stream_parts.py), so a pypaimon upgrade that renames one fails loudly.
 
 Delete when
     pypaimon's streaming scan plans a given snapshot through public methods (initial and follow-up plan, a level

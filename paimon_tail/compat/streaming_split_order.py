@@ -12,7 +12,7 @@ Why
     (``IntervalPartition``) and cut into several splits. When one snapshot holds two changelog files of a bucket
     whose key ranges overlap (Java's ``lookup`` producer committing two compactions at once: the first one's
     ``+I k``, the second one's ``-U k``/``+U k``), the update came out before the insert it updates: a replica
-    built from the events saw "an update from a row it never had" (tests/java/test_cdc_java.py, about one run
+    built from the events saw "an update from a row it never had" (tests/output/test_cdc_java.py, about one run
     in ten under load). Append tables are left to pypaimon (their rows have no order to keep).
 
 Delete when

@@ -8,7 +8,7 @@ all in ``<warehouse>/<db>.db/<table>/schema/schema-<N>`` (the highest N is the l
 ``SchemaManager.latest`` reads it). So for a local file-system warehouse with no other catalog options, this reads
 that JSON directly; every other catalog (object stores, REST, JDBC, options) goes through pypaimon as before
 (``TableMeta.of_table``). Delete the local reader when ``from pypaimon import CatalogFactory`` and
-``catalog.get_table`` no longer import the read path (tests/test_startup.py then stays green through pypaimon).
+``catalog.get_table`` no longer import the read path (tests/cli/test_startup.py then stays green through pypaimon).
 """
 from __future__ import annotations
 

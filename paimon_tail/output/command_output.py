@@ -4,7 +4,7 @@ format on a terminal, and everything the command prints then goes through it: JS
 follower's renderer (``renderer()``) or lookup answers (``lookup_rows.py``).
 
 Imports neither pyarrow, polars nor rich: ``lookup`` of a few keys, ``service status`` and ``consumers`` load only
-what their format needs (``tests/test_startup.py``).
+what their format needs (``tests/cli/test_startup.py``).
 """
 from __future__ import annotations
 

@@ -8,6 +8,9 @@
 
 The footer's rate is over the last seconds, and a table with no commit for a while says so ("idle: no commit for
 40 s"), see ``status.py``.
+
+Why one module: the three renderers share the row window, the footer and the terminal's measurements; apart,
+each would reach into the others' private helpers.
 """
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 ``json_line`` writes the bytes the JSON-lines renderer writes (polars' NDJSON writer over ``values.to_polars``)
 for the flat types ``service/ipc_py.py`` reads: polars prints a float with its shortest round-trip digits, in
 positional notation from 1e-5 up to 1e16 and as ``1.5e-6``/``1e+16`` outside; a float32 with float32's shortest
-digits, positional from 1e-6 up to 1e13 (polars' own limits, found by tests/test_plain_output.py); timestamps with 0, 3 or 6 fraction digits; decimals with all their scale digits. ``text`` is the live
-table's cell text. ``tests/test_plain_output.py`` compares both with the real renderers on random values.
+digits, positional from 1e-6 up to 1e13 (polars' own limits, found by tests/output/test_plain_output.py); timestamps with 0, 3 or 6 fraction digits; decimals with all their scale digits. ``text`` is the live
+table's cell text. ``tests/output/test_plain_output.py`` compares both with the real renderers on random values.
 """
 from __future__ import annotations
 

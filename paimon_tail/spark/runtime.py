@@ -3,6 +3,9 @@ commit-message serialization, split packing and reading. No PySpark import here.
 
 Executors get catalog options + table id + serialized splits (pypaimon's cross-language ``SplitSerializer`` v1
 format), open the table themselves and read with the same builder options as the driver planned with.
+
+Why one module: it is what a Python worker loads (and caches tables in) for every task, reads and writes alike;
+its parts are a few small functions each, and splitting them would only add imports to every task.
 """
 from __future__ import annotations
 

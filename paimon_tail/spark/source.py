@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..errors import UsageError
-from .options import SourceOptions, parse_options
+from .source_options import SourceOptions, parse_options
 from .runtime import ROW_KIND, ReadSpec, SplitTask, get_table, output_arrow_schema, read_task
 
 try:  # PySpark >= 4.1 (filters), >= 4.2 (admission control, availableNow)

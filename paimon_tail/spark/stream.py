@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..errors import SnapshotExpired, SnapshotGap, UsageError
 from ..stream.positions import resolve_start
-from .options import SourceOptions
+from .source_options import SourceOptions
 from .runtime import (
     ReadSpec, SnapshotTask, SplitTask, get_table, pack, serialize_split, split_bytes, split_files, split_order,
     split_weight,

@@ -20,7 +20,7 @@ from ..errors import MissingFile, UnreadableFile, one_line
 def problem(e: BaseException) -> str:
     """What ``e`` says about the file it was raised reading, in words: the innermost error of its cause chain that
     says something specific (pypaimon wraps the parser's error in a RuntimeError of its own)."""
-    from .errors import chain
+    from .diagnosis import chain
 
     errors = list(chain(e))
     for inner in reversed(errors):
@@ -126,7 +126,7 @@ def broken_file(file_io, splits, e: BaseException) -> Optional[UnreadableFile]:
 
 
 def _says_what(e: BaseException) -> bool:
-    from .errors import chain
+    from .diagnosis import chain
 
     return any(_classify(inner) is not None for inner in chain(e))
 

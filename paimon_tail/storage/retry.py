@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, TypeVar
 
-from .errors import Diagnosis, StorageError, StorageUnavailable, diagnose
+from .diagnosis import Diagnosis, StorageError, StorageUnavailable, diagnose
 
 T = TypeVar("T")
 

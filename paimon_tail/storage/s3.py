@@ -35,7 +35,7 @@ _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 class S3RequestError(OSError):
     """An S3 error answer, worded like pyarrow's (``AWS Error CODE during OP operation: message``) so that
-    ``storage.errors.diagnose`` treats both clients alike."""
+    ``storage.diagnosis.diagnose`` treats both clients alike."""
 
     def __init__(self, status: int, code: str, message: str, operation: str, bucket: str, key: str) -> None:
         aws = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", code).upper() if code else f"HTTP_{status}"

@@ -22,7 +22,7 @@ import pyarrow as pa
 from ..atomic_file import local_path
 from ..catalog import TableRef
 from ..errors import PaimonTailError
-from ..storage.errors import endpoint_of
+from ..storage.diagnosis import endpoint_of
 from ..storage.prefetch import Prefetcher
 from ..storage.retry import StorageRetry
 from .consumer import ConsumerStore

@@ -16,7 +16,7 @@ from typing import AsyncIterator, Iterator, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from ..concurrency import drain
-from ..storage.errors import diagnose
+from ..storage.diagnosis import diagnose
 from ..storage.files import broken_file
 from ..storage.retry import StorageRetry
 

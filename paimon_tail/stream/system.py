@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from ..catalog import SystemView, TableRef
 from ..errors import SnapshotExpired, SnapshotGap, UsageError
-from ..storage.errors import endpoint_of
+from ..storage.diagnosis import endpoint_of
 from ..storage.retry import StorageRetry
 from .follower import FollowBatch, Follower, iterate_sync
 from .options import FollowOptions

@@ -11,7 +11,7 @@ import pytest
 from paimon_tail.service.protocol.executor_allocator import (EXECUTOR_JEMALLOC_CONF, JEMALLOC_CONF_VAR,
                                                              executor_environment)
 
-from .conftest import ServeProcess
+from tests.service.conftest import ServeProcess
 
 # what this process's pyarrow jemalloc says of its thread caches: "true", "false", or "" (no jemalloc here)
 _TCACHE = """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from .conftest import PLAIN_SCHEMA, ServeProcess, run_cli
+from tests.service.conftest import PLAIN_SCHEMA, ServeProcess, run_cli
 
 
 def test_serve_and_lookup_a_branch(warehouse):

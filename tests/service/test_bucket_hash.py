@@ -155,7 +155,7 @@ def test_table_routing_vectorised_matches_per_key(warehouse):
     from paimon_tail.service.keys.parse import KeyParser
     from paimon_tail.service.keys.routing import TableRouting
 
-    from .conftest import PK_SCHEMA
+    from tests.service.conftest import PK_SCHEMA
 
     table = warehouse.create("routed", PK_SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], bucket=5)
     routing, parser = TableRouting.of(table), KeyParser(table)

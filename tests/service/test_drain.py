@@ -20,8 +20,8 @@ from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
 
-from .conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, wait_until
-from .test_join import Joined
+from tests.service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, wait_until
+from tests.service.test_join import Joined
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

@@ -12,7 +12,7 @@ from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
 
-from .conftest import PLAIN_SCHEMA, ServeProcess, run_cli, wait_until
+from tests.service.conftest import PLAIN_SCHEMA, ServeProcess, run_cli, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_missing_service(warehouse, table):
 def test_a_lookup_rides_through_the_start_of_its_service(warehouse, table):
     """The README's order: ``serve db.kv &`` then ``lookup db.kv 1`` at once. The lookup waits for the service
     to register and load (on a terminal it says so) and answers."""
-    from ..terminal import Terminal
+    from tests.terminal import Terminal
 
     with Terminal(["lookup", table, "1", "7", "--warehouse", warehouse.path, "--timeout", "30"]) as term:
         term.wait_for("waiting for db.kv to be served", 20)

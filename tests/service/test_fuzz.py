@@ -13,7 +13,7 @@ from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.client import LookupClient
 from paimon_tail.service.client.core import Deadline
 
-from .conftest import PLAIN_SCHEMA, ServeProcess
+from tests.service.conftest import PLAIN_SCHEMA, ServeProcess
 
 
 @pytest.fixture(scope="module")

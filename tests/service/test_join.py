@@ -1,5 +1,5 @@
 """``paimon-tail executor --join``: executors that join a running service (here on loopback; across machines in
-tests/hosts/), take a share of the channels, and hand it back when they go. Every answer is checked against
+tests/service/test_hosts.py), take a share of the channels, and hand it back when they go. Every answer is checked against
 pypaimon's batch read."""
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
 from paimon_tail.service.protocol import PROTOCOL_VERSION
 
-from ..processes import CliProcess
-from .conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, cli_cmd, wait_until
+from tests.processes import CliProcess
+from tests.service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, cli_cmd, wait_until
 
 N = 2000
 
@@ -117,7 +117,7 @@ def test_a_slotted_table_while_executors_join_and_leave(tmp_path):
     not (a channel is answered only once a full state loaded its keys)."""
     import threading
 
-    from .conftest import PK_SCHEMA
+    from tests.service.conftest import PK_SCHEMA
 
     wh = Warehouse(str(tmp_path / "wh"))
     wh.create("dyn", PK_SCHEMA, primary_keys=["id"], **{"dynamic-bucket.target-row-num": 100})

@@ -10,7 +10,7 @@ from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import UsageError
 from paimon_tail.service.client import LookupClient
 
-from .conftest import PK_SCHEMA, PLAIN_SCHEMA, ServeProcess, run_cli
+from tests.service.conftest import PK_SCHEMA, PLAIN_SCHEMA, ServeProcess, run_cli
 
 N = 3000
 
@@ -172,7 +172,7 @@ def test_partial_update_table_re_merges(warehouse, served):
 def test_cli_single_key_lookup_loads_no_pyarrow(warehouse, served):
     """`lookup DB.T KEY` answers without pyarrow, numpy or pypaimon (service/quick.py), the same bytes as the
     full client; and a command line the quick path cannot take still answers, through LookupClient."""
-    from tests.test_startup import loaded_modules
+    from tests.cli.test_startup import loaded_modules
 
     wh = ["--warehouse", warehouse.path]
     code, stdout, modules = loaded_modules("lookup", "db.orders", "id=7,dt=2026-11-02", "id=3,dt=2026-11-01",
@@ -271,7 +271,7 @@ def subprocess_run_bytes(args, data: bytes):
     import os
     import subprocess
 
-    from .conftest import cli_cmd
+    from tests.service.conftest import cli_cmd
 
     env = dict(os.environ)
     env.pop("PAIMON_TAIL_TOKEN", None)

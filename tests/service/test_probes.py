@@ -17,7 +17,7 @@ from paimon_tail.catalog import catalog_config
 from paimon_tail.service.client import LookupClient
 from paimon_tail.service.protocol.security import Security
 
-from .conftest import PLAIN_SCHEMA, ServeProcess, Warehouse
+from tests.service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse
 
 TOKEN = "pr0be-t0ken"
 SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING

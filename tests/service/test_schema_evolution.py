@@ -10,7 +10,7 @@ import pytest
 from paimon_tail.catalog import catalog_config
 from paimon_tail.service.client import LookupClient
 
-from .conftest import ServeProcess, Warehouse, run_cli
+from tests.service.conftest import ServeProcess, Warehouse, run_cli
 
 SCHEMA = pa.schema([("k", pa.int32()), ("v", pa.string()), ("n", pa.int32()), ("op", pa.string())])
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from .conftest import PLAIN_SCHEMA, cli_cmd, run_cli, wait_until
+from tests.service.conftest import PLAIN_SCHEMA, cli_cmd, run_cli, wait_until
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -99,7 +99,7 @@ def test_budgets_reach_the_executors(kv, tmp_path):
     from paimon_tail.catalog import catalog_config
     from paimon_tail.service.client import LookupClient
 
-    from .conftest import ServeProcess
+    from tests.service.conftest import ServeProcess
 
     local = tmp_path / "local"
     svc = ServeProcess(kv.path, ["db.kv"], "--local-dir", str(local), "--max-memory", "64K", "--max-disk", "1",
@@ -125,8 +125,8 @@ def test_log_format_json(kv):
     import json
     import signal
 
-    from ..processes import CliProcess
-    from .test_join import Joined
+    from tests.processes import CliProcess
+    from tests.service.test_join import Joined
 
     env = {"PAIMON_TAIL_LOG": "INFO"}  # log records too, not only the commands' own lines
     svc = CliProcess(cli_cmd("serve", "db.kv", "--warehouse", kv.path, "--executors", "1", "--log-format", "json",

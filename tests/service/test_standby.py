@@ -1,7 +1,7 @@
 """No single point of failure: a second ``serve`` of the same table stands by and takes over when the active one
 dies (SIGKILL of its whole process group, or of the coordinator alone while executors joined from elsewhere keep
 the data); a client calling every 50 ms meanwhile loses no lookup. Every answer is checked against the table.
-(Across hosts: tests/hosts/test_hosts.py.)"""
+(Across hosts: tests/service/test_hosts.py.)"""
 from __future__ import annotations
 
 import json
@@ -20,8 +20,8 @@ from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
 
-from .conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, run_cli, wait_until
-from .test_join import Joined
+from tests.service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, run_cli, wait_until
+from tests.service.test_join import Joined
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 from paimon_tail.catalog import catalog_config
 from paimon_tail.service.client import LookupClient
 
-from .conftest import ServeProcess
+from tests.service.conftest import ServeProcess
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string()), ("n", pa.int64()), ("op", pa.string())])
 

@@ -2,7 +2,7 @@
 (no ``bucket`` option: dynamic buckets, added as they fill), postpone buckets (each partition with its own bucket
 count, and files waiting in ``bucket-postpone``), and fixed buckets asked without the bucket (a client that does
 not compute Paimon's hash). Java-written kinds (cross-partition keys, Flink's bucket assigner, deletion vectors)
-are in tests/java/test_table_kinds_java.py.
+are in tests/service/test_table_kinds_java.py.
 
 Every answer is compared with pypaimon's batch read at the snapshot the answer reports, also while commits
 continue, with keys present, deleted and never written.
@@ -27,7 +27,7 @@ from paimon_tail.service.protocol import PROTOCOL_VERSION
 from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.protocol import lookup_pb2_grpc as pbg
 
-from .conftest import PK_SCHEMA, ServeProcess, Warehouse, run_cli, wait_until
+from tests.service.conftest import PK_SCHEMA, ServeProcess, Warehouse, run_cli, wait_until
 
 N = 400  # keys written (some deleted); lookups ask 0..N+40 (never written beyond N)
 

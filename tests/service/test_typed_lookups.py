@@ -22,7 +22,7 @@ from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.protocol import lookup_pb2_grpc as pbg
 from paimon_tail.service.keys.routing import TableRouting
 
-from .conftest import ServeProcess
+from tests.service.conftest import ServeProcess
 
 N = 400
 TYPED = pa.schema([("k", pa.int64()), ("t", pa.int8()), ("s", pa.int16()), ("f", pa.float32()),

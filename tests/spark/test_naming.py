@@ -25,7 +25,7 @@ except ImportError as e:  # pragma: no cover
 
 import paimon_tail.spark
 from paimon_tail.errors import UsageError
-from paimon_tail.spark.options import parse_options
+from paimon_tail.spark.source_options import parse_options
 from paimon_tail.spark.runtime import ReadSpec
 from paimon_tail.spark.stream import Limits, StreamPlanner
 from tests.conftest import APPEND, TestWarehouse, append_rows

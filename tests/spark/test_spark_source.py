@@ -356,12 +356,12 @@ def test_stream_writer_commit_twice_same_batch_id(spark, wh):
     assert len(_pypaimon_rows(open_table("db.twice", warehouse=wh))) == 10
 
 
-# -- corrupt files (docs/errors.md#corrupt-files; the commands' side: tests/reliability/test_corrupt_files.py) ------
+# -- corrupt files (docs/errors.md#corrupt-files; the commands' side: tests/storage/test_corrupt_files.py) ------
 @pytest.mark.parametrize("kind, mode", [("snapshot", "truncated"), ("manifest", "garbage"), ("data file", "deleted")])
 def test_corrupt_files_are_named_by_the_source(spark, tmp_path, kind, mode):
     """A batch read and a stream of a table with a broken file fail with the line that names the file and what is
     wrong with it (in Spark's error), never with fewer rows."""
-    from tests.reliability.test_corrupt_files import _delta_manifest_list, _newest, _snapshot, corrupt
+    from tests.storage.test_corrupt_files import _delta_manifest_list, _newest, _snapshot, corrupt
 
     wh = str(tmp_path / "wh")
     _catalog(wh).create_database("db", True)

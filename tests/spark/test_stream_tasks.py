@@ -11,7 +11,7 @@ import sys
 import pyarrow as pa
 import pytest
 
-from paimon_tail.spark.options import parse_options
+from paimon_tail.spark.source_options import parse_options
 from paimon_tail.spark.runtime import ReadSpec, SnapshotTask, SplitTask, read_task
 from paimon_tail.spark.stream import Limits, StreamPlanner
 from tests.conftest import APPEND, ORDERS, TestWarehouse, append_rows

@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ...atomic_file import local_path
 from ...errors import SnapshotGap
-from ...storage.errors import endpoint_of
+from ...storage.diagnosis import endpoint_of
 from ...storage.retry import StorageHealth, StorageRetry
 from ...stream.planner import SnapshotPlanner
 from ...stream.walker import SnapshotWalker

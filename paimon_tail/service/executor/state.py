@@ -17,7 +17,7 @@ and filling the memory cache. A fold is installed only if the bucket's index has
 * An assignment that takes channels away drops them from the view at once, with their buckets' stores and local
   files; channels it adds are answered after the full state that loads them.
 
-One module of ~450 lines: the view's three writers — change messages (``prepare_*``, ``swap``), assignments and the
+Why one module (~450 lines): the view's three writers — change messages (``prepare_*``, ``swap``), assignments and the
 background — replace the same ``View`` under one rule (a fold or a router is installed only over the view it was
 made for); apart, each would reach into the others' state.
 """

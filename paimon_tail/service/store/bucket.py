@@ -15,7 +15,7 @@ executor swaps the new stores in together with their snapshot id, so an answer a
 * ``merge`` — partial-update, aggregation, a sequence field, ignore-delete: the bucket's rows merged by pypaimon's
   merge read (Rust when pypaimon-rust is installed) into one pinned ``MergedRun``, again when the bucket changes.
 
-One module of ~430 lines: ``BucketBuilder`` makes every ``BucketStore`` (its index, runs and slots) and the store
+Why one module (~430 lines): ``BucketBuilder`` makes every ``BucketStore`` (its index, runs and slots) and the store
 has no other maker; the four modes share the builder's key reading.
 """
 from __future__ import annotations

@@ -18,7 +18,7 @@ Rows are addressed by position; a run's *layout* (rows per frame, 256 frames per
 first decoded, so a chunk in the memory cache and the same chunk of the frame file hold the same rows. A run keeps
 the schema its rows were read with; ``take`` answers in any later schema of the table (``targets.py``).
 
-One module of ~430 lines: ``Run`` holds the chunk, frame and sheet machinery its two kinds share, ``FileRun`` and
+Why one module (~430 lines): ``Run`` holds the chunk, frame and sheet machinery its two kinds share, ``FileRun`` and
 ``MergedRun`` differ only in where the rows come from, and ``sheet_of`` sets the runs' sheet references.
 """
 from __future__ import annotations

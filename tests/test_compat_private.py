@@ -1,4 +1,4 @@
-"""The compat stand-ins over pypaimon's private API (compat/row_hash, commit_user, consumer_files,
+"""The compat stand-ins over pypaimon's private API (compat/adapters/row_hash, commit_user, consumer_files,
 folded_manifests): each does what its caller needs, on real tables; a pypaimon upgrade that renames what they
 use fails here."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 from pypaimon.schema.data_types import AtomicType, DataField
 
-from paimon_tail.compat.commit_user import batch_write_builder, stream_write_builder
-from paimon_tail.compat.consumer_files import consumer_directory, consumer_path, validate_consumer_id
-from paimon_tail.compat.row_hash import binary_row_hash_code
+from paimon_tail.compat.adapters.commit_user import batch_write_builder, stream_write_builder
+from paimon_tail.compat.adapters.consumer_files import consumer_directory, consumer_path, validate_consumer_id
+from paimon_tail.compat.adapters.row_hash import binary_row_hash_code
 from paimon_tail.service.keys.binary_row import row_hash, to_int32
 
 PK = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
@@ -106,7 +106,7 @@ def test_compaction_commit_is_compact_with_one_base_manifest(wh):
     # another commit after the snapshot it read: nothing committed
     wh.commit("f", [{"id": 9, "v": "x9"}])
     stale = wh.table("f").snapshot_manager().get_latest_snapshot()
-    from paimon_tail.compat.folded_manifests import commit_compacted
+    from paimon_tail.compat.adapters.folded_manifests import commit_compacted
 
     builder = table.new_batch_write_builder()
     write, commit = builder.new_write(), builder.new_commit()

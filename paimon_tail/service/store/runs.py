@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Se
 import numpy as np
 import pyarrow as pa
 
-from ...compat.kv_files import KIND, SEQUENCE, FileRef, KeyValueFiles
+from ...compat.adapters.kv_files import KIND, SEQUENCE, FileRef, KeyValueFiles
 from .budget import DiskBudget, MemoryCache
 from .frames import CHUNK_FRAMES, FrameFile, FrameWriter, frame_rows_for, write_frames
 

@@ -95,10 +95,7 @@ def _open_catalog(catalog):
     if isinstance(catalog, str):
         catalog = catalog_config(catalog)
     if isinstance(catalog, CatalogConfig):
-        from ..compat import patches
-
-        patches.install()
-        return catalog.open()
+        return catalog.open()  # installs the patches (compat.patches.install) first
     return catalog  # a pypaimon catalog
 
 

@@ -2,10 +2,11 @@
 
 Two moments, because the patches change different things:
 
-* :func:`install`, before pypaimon opens a table (``catalog.py``, ``table_info.py``, ``stream/multi.py`` call
-  it): the patches of pypaimon's read path. Importing them loads that read path, which a command that never
-  reads a file must not pay for, so nothing is installed at import. Idempotent and thread-safe;
-  :func:`installed` lists them, :func:`uninstall` restores pypaimon (tests prove a patch matters).
+* :func:`install`, before pypaimon opens a catalog or a table (``CatalogConfig.open`` and ``open_table`` in
+  ``catalog.py``, and ``table_info.list_tables`` for a catalog it is handed): the patches of pypaimon's read
+  path. Importing them loads that read path, which a command that never reads a file must not pay for, so
+  nothing is installed at import. Idempotent and thread-safe; :func:`installed` lists them, :func:`uninstall`
+  restores pypaimon (tests prove a patch matters).
 * :func:`install_long_running`, at the start of a process that runs for days (``serve``, its executors,
   ``executor --join``, ``follow``: ``cli.common.run`` and the executors' entry points): ``path_interning``,
   which changes pathlib rather than pypaimon, so ``import paimon_tail`` or opening a table never does it (a

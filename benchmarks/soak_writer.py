@@ -16,10 +16,10 @@ def main(argv=None) -> int:
     ap.add_argument("--compact-every", type=int, default=60)
     ap.add_argument("--retain", type=int, default=300)
     args = ap.parse_args(argv)
-    from paimon_tail import compat
+    from paimon_tail.compat import patches
     from paimon_tail.demo import DemoWriter
 
-    compat.install()  # as in `paimon-tail demo`, whose followers install the shims in the writer's process
+    patches.install()  # as in `paimon-tail demo`, whose followers install the shims in the writer's process
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     writer = DemoWriter(args.warehouse, interval=args.interval, seed=23, compact_every=args.compact_every,

@@ -60,9 +60,9 @@ class CatalogConfig:
         """Open the pypaimon catalog these options describe."""
         from pypaimon import CatalogFactory
 
-        from . import compat
+        from .compat import patches
 
-        compat.install()
+        patches.install()
         options = dict(self.options)
         metastore = options.setdefault("metastore", "filesystem")
         if metastore == "filesystem":
@@ -385,9 +385,9 @@ def open_table(identifier: str, catalog: CatalogConfig | Any | None = None, **kw
     """
     from pypaimon.catalog.catalog_exception import DatabaseNotExistException, TableNotExistException
 
-    from . import compat
+    from .compat import patches
 
-    compat.install()
+    patches.install()
     name = TableName.parse(identifier)
     if name.system is not None:
         name.check_system(pypaimon_system_tables())

@@ -152,10 +152,10 @@ def compact(table) -> bool:
     streaming readers rightly skip (the rows were there already); a full read and the query service see the same
     rows in fewer files. pypaimon's commit makes the new snapshot's base manifest list from every manifest of the
     latest one; here it gets one manifest with the live files instead (what Paimon's manifest full compaction
-    writes). Both through the commit's own parts (``compat/folded_manifests.py``). False when another commit came
+    writes). Both through the commit's own parts (``compat/adapters/folded_manifests.py``). False when another commit came
     in between (nothing is committed; the next round compacts).
     """
-    from .compat.folded_manifests import commit_compacted
+    from .compat.adapters.folded_manifests import commit_compacted
     from .stream.planner import num_levels
 
     base = table.snapshot_manager().get_latest_snapshot()

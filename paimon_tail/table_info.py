@@ -147,9 +147,9 @@ def table_names(catalog, pattern: Optional[str] = None) -> List[str]:
 
 def list_tables(catalog: CatalogConfig, pattern: Optional[str] = None) -> List[TableSummary]:
     """``tables``: a summary of each table ``pattern`` names (``table_names``), in name order."""
-    from . import compat
+    from .compat import patches
 
-    compat.install()
+    patches.install()
     cat = catalog.open() if isinstance(catalog, CatalogConfig) else catalog
     out = []
     for name in table_names(cat, pattern):

@@ -20,7 +20,7 @@ GENERATED = {"service/protocol/lookup_pb2.py", "service/protocol/lookup_pb2_grpc
 # Lowest first. A part may import parts of its own layer's number or lower, never higher.
 LAYERS: Dict[str, int] = {
     "errors": 0, "log_format": 0, "concurrency": 0,
-    "storage": 1, "atomic_file": 1,
+    "storage": 1, "atomic_file": 1, "table_meta": 1,
     "compat": 2,
     "catalog": 3, "catalogs": 3,
     "stream": 4, "output": 4, "expire": 4, "table_info": 4,

@@ -1,10 +1,10 @@
-"""compat/table_meta.py reads what pypaimon's catalog opens, without importing pypaimon's read path."""
+"""table_meta.py reads what pypaimon's catalog opens, without importing pypaimon's read path."""
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
-from paimon_tail.compat.table_meta import TableMeta, read_local
+from paimon_tail.table_meta import TableMeta, read_local
 
 
 def _same(meta: TableMeta, other: TableMeta) -> None:

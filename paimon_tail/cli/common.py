@@ -153,10 +153,10 @@ def security_from_options(token_file, tls_cert, tls_key, tls_ca):
 def run(coro) -> Any:
     """Run a coroutine on the one event-loop runner (``concurrency.run_loop``); a closed stdout becomes
     ``OutputClosed``."""
-    from ..compat import path_interning
+    from ..compat import patches
     from ..concurrency import run_loop
 
-    path_interning.install()  # a command that runs for days: pypaimon's file paths do not grow the interned table
+    patches.install_long_running()  # a command that runs for days: pypaimon's file paths do not grow the interned table
     try:
         return run_loop(coro)
     except BrokenPipeError:

@@ -1,51 +1,14 @@
-"""Compatibility shims: pypaimon 2.1 reading tables written by older Paimon, and its S3 client settings.
+"""What pypaimon 2.1 lacks, by kind; each module says what it does for us, why, and when it can be deleted.
 
-Call :func:`install` once before opening tables (``paimon_tail.catalog`` does).
-It is idempotent and thread-safe; :func:`installed` lists what is active.
+``patches/``
+    Monkeypatches of pypaimon (and one of pathlib), installed only by :mod:`paimon_tail.compat.patches`:
+    ``patches.install()`` before a table is opened, ``patches.install_long_running()`` at the start of a
+    process that runs for days. Each has a test that fails without it.
+``adapters/``
+    Calls into pypaimon's private API (or parts it does not mean to be used so) on our behalf, without patching
+    anything: each is the one place that makes its calls, so a pypaimon upgrade that renames one fails its test
+    (``tests/compat/test_compat_private.py``, ``tests/stream/test_stream_parts.py``), not a command.
 
-Each shim lives in its own module, patches the smallest pypaimon function it
-can, documents what it patches, why, and which upstream fix lets it be deleted,
-and has a test that fails without it (the tests marked ``java`` against real tables
-written by Paimon Java 0.9; those marked ``s3`` against a real S3 server for the storage ones).
-``docs/compatibility.md`` lists them.
+``docs/compatibility.md`` lists them all. A table's schema read without pypaimon's catalog is a core type, not a
+gap: ``paimon_tail/table_meta.py``.
 """
-
-from __future__ import annotations
-
-import importlib
-import threading
-from typing import List
-
-# imported by install(): each patches pypaimon's read path, which a command that never reads files must not load
-_SHIMS = ("value_stats_cols", "orc_char_padding", "s3_client", "known_size_reads", "prefetched_reads",
-          "schema_reads", "streaming_split_order", "metadata_cache", "file_errors")
-
-_lock = threading.Lock()
-_installed: List[str] = []
-
-
-def install() -> List[str]:
-    """Install every shim (once). Returns the names of the installed shims."""
-    with _lock:
-        if not _installed:
-            for name in _SHIMS:
-                shim = importlib.import_module(f".{name}", __name__)
-                shim.install()
-                _installed.append(shim.NAME)
-        return list(_installed)
-
-
-def installed() -> List[str]:
-    """Names of the shims installed so far (empty before :func:`install`)."""
-    return list(_installed)
-
-
-def uninstall() -> None:
-    """Restore the original pypaimon functions (used by tests to prove a shim matters)."""
-    with _lock:
-        for name in reversed(_SHIMS):
-            importlib.import_module(f".{name}", __name__).uninstall()
-        _installed.clear()
-
-
-__all__ = ["install", "installed", "uninstall"]

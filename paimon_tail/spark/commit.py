@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import Dict, List, Optional, Sequence
 
-from ..compat.commit_user import batch_write_builder, stream_write_builder
+from ..compat.adapters.commit_user import batch_write_builder, stream_write_builder
 from ..errors import UsageError
 from .runtime import deserialize_messages, get_table
 

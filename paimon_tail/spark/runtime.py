@@ -17,7 +17,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from ..catalog import CatalogConfig, open_table
-from ..compat.commit_user import batch_write_builder
+from ..compat.adapters.commit_user import batch_write_builder
 
 ROW_KIND = "_row_kind"
 
@@ -106,7 +106,7 @@ def table_read(catalog: Dict[str, str], ident: str, spec: ReadSpec, schema_id: i
     """A ``TableRead`` for ``spec``, cached per process (executor Python workers are reused).
 
     ``merged``: the read of a table's content (a batch read, a streaming full plan), where primary-key buckets are
-    merged: through pypaimon's Rust reader on a local table (``compat/native_reads.py``, 6-10x the Python merge),
+    merged: through pypaimon's Rust reader on a local table (``compat/adapters/native_reads.py``, 6-10x the Python merge),
     unless rows carry their kinds (the Rust merge gives a row ``+I`` where pypaimon gives its last record's kind).
     Changes (delta plans) are read by pypaimon's Python reader, as in ``follow``."""
     native = merged and not spec.row_kind
@@ -116,7 +116,7 @@ def table_read(catalog: Dict[str, str], ident: str, spec: ReadSpec, schema_id: i
     if read is None:
         table = get_table(catalog, ident, schema_id)
         if native:
-            from ..compat.native_reads import with_native_reads
+            from ..compat.adapters.native_reads import with_native_reads
 
             table = with_native_reads(table)
         from ..stream.diff import DiffRead  # an overwrite's ReplaceSplits: its removed rows -D, its added rows +I

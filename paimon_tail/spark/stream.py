@@ -10,7 +10,7 @@ micro-batches. Planning is ``SnapshotPlanner``'s (the follower's), start positio
 Spark runs this in a Python process of its own, started for each query. Opening a table through pypaimon there
 imports pypaimon's whole read path (1-2 s before the first micro-batch, Spark's parquet stream has nothing like
 it). So on a local warehouse, when nothing needs the splits on the driver (no limit but snapshots per trigger, no
-minimum rows per trigger, no consumer), offsets come from the snapshot files alone (``compat/local_snapshots.py``) and each task
+minimum rows per trigger, no consumer), offsets come from the snapshot files alone (``compat/adapters/local_snapshots.py``) and each task
 plans the snapshots it reads (``runtime.SnapshotTask``, in the executors' Python workers, which import pypaimon
 once and are reused). Otherwise the driver plans the splits, as before.
 """
@@ -91,7 +91,7 @@ class StreamPlanner:
                              or options.consumer_id)
         meta = _local_table(options) if self.deferred else None
         if meta is not None:
-            from ..compat.local_snapshots import LocalSnapshotManager
+            from ..compat.adapters.local_snapshots import LocalSnapshotManager
             from ..storage.snapshots import SnapshotFiles
 
             self.schema_id = meta.schema_id
@@ -346,7 +346,7 @@ class StreamPlanner:
 
 def _local_table(options: SourceOptions):
     """The table's latest schema, read from a local warehouse without pypaimon (None: open it through pypaimon)."""
-    from ..compat.table_meta import read_local
+    from ..table_meta import read_local
 
     return read_local(options.table, dict(options.catalog))
 

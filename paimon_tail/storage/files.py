@@ -5,7 +5,7 @@ files, and our own small files (consumer positions, the service registration) ar
 pyarrow and the json module, whose errors say what they expected ("Expecting value: line 1 column 1", "cannot
 read header - is it an avro file?", "Parquet magic bytes not found") but not which file: ``unreadable`` turns such
 an error into an ``UnreadableFile`` that names the file, its kind, and what is wrong (empty, cut short, not JSON,
-not Avro, not Parquet, not text), and a missing file into a ``MissingFile``. ``compat/file_errors.py`` puts it
+not Avro, not Parquet, not text), and a missing file into a ``MissingFile``. ``compat/patches/file_errors.py`` puts it
 around pypaimon's readers; our own readers call it themselves.
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ On a local disk a split's files are read as they are decoded. On S3, each Parque
 a catch-up becomes a chain of round trips. The follower hands every planned snapshot's data files to a
 ``Prefetcher`` as soon as the snapshot is planned (several snapshots ahead); an I/O pool of its own (many threads,
 separate from the decode threads) fetches each file whole, with one GET where ``s3.S3Client`` can sign it.
-pypaimon's Parquet reader then finds the bytes in memory (``compat/prefetched_reads``). Memory is bounded by
+pypaimon's Parquet reader then finds the bytes in memory (``compat/patches/prefetched_reads``). Memory is bounded by
 ``budget`` bytes: past it, fetching waits until the follower has written (``release``) earlier snapshots; a file
 whose fetch has not started when the reader gets to it is read directly, as without a prefetcher.
 """

@@ -5,7 +5,7 @@ network, timeouts, 5xx, throttling) is retried with capped exponential backoff (
 ``StorageHealth`` (the status line and ``service status`` show "storage unreachable since T: cause"); the first
 success clears it. A permanent failure (credentials, bucket, region) raises ``StorageError`` at once. With a
 ``timeout`` (``--storage-timeout``; ``-e`` runs have one by default, live follows and ``serve`` do not) an outage
-longer than that raises ``StorageUnavailable``. pyarrow's own S3 retries are kept short (``compat/s3_client``) so
+longer than that raises ``StorageUnavailable``. pyarrow's own S3 retries are kept short (``compat/patches/s3_client``) so
 that this policy, not the SDK's, decides how long we wait.
 """
 from __future__ import annotations

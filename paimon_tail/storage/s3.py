@@ -134,7 +134,7 @@ class S3Client:
         except (KeyError, TypeError):
             pass
         # A PyArrowFileIO exists only once its module is loaded: asking for the module would load it (and requests,
-        # 0.15 s) for file IOs that cannot be one (compat/local_snapshots.py on `follow -e`'s quick path).
+        # 0.15 s) for file IOs that cannot be one (compat/adapters/local_snapshots.py on `follow -e`'s quick path).
         pyarrow_file_io = sys.modules.get("pypaimon.filesystem.pyarrow_file_io")
         client = None
         # not OSS (a subclass), not a caching or resolving wrapper

@@ -14,7 +14,7 @@ from typing import Dict, Optional
 from pypaimon.consumer.consumer_manager import ConsumerManager
 
 from ..atomic_file import remove_file, write_text_atomic
-from ..compat.consumer_files import consumer_directory, consumer_path, validate_consumer_id
+from ..compat.adapters.consumer_files import consumer_directory, consumer_path, validate_consumer_id
 from ..errors import PaimonTailError, SnapshotExpired, UnreadableFile, UsageError
 from ..storage.files import reading
 from ..storage.s3 import read_text

@@ -47,7 +47,7 @@ def parse_where(text: Union[str, Sequence[str]], fields: Sequence, label: str = 
 def _tokens(text: str, label: str) -> List[str]:
     """pypaimon's tokens of ``text``, ``==`` made ``=``. Its tokenizer skips what it cannot match (an unclosed
     quote, a lone ``!``), so ``status = 'shipped`` would filter on the word ``shipped``: refuse anything skipped."""
-    from ..compat.where_tokens import token_pattern
+    from ..compat.adapters.where_tokens import token_pattern
 
     pattern = token_pattern()
     stray = pattern.sub(" ", text).strip()

@@ -95,10 +95,7 @@ def _open_catalog(catalog):
     if isinstance(catalog, str):
         catalog = catalog_config(catalog)
     if isinstance(catalog, CatalogConfig):
-        from .. import compat
-
-        compat.install()
-        return catalog.open()
+        return catalog.open()  # installs the patches (compat.patches.install) first
     return catalog  # a pypaimon catalog
 
 
@@ -283,7 +280,7 @@ def follower_for(catalog, tables: Sequence[str], options: FollowOptions,
     matching a single table, so a script's output keeps its shape) → ``MultiFollower``."""
     patterns = parse_patterns(tables)
     if isinstance(catalog, CatalogConfig) and catalog.warehouse and os.path.isdir(catalog.warehouse):
-        # pypaimon's Rust reader takes absolute paths only (compat/native_reads.py); a warehouse that is not
+        # pypaimon's Rust reader takes absolute paths only (compat/adapters/native_reads.py); a warehouse that is not
         # there is still named as typed in the error
         catalog = catalog.resolved()
     if len(patterns) == 1 and not patterns[0].is_glob:

@@ -4,7 +4,7 @@ We drive the scan's planning pieces (initial full plan, delta / changelog follow
 parallel lookahead) from our own loop, because the loop is where paimon-tail differs: start positions,
 notification instead of sleeping, per-snapshot replay by default, bucket sharding of the initial plan, gap
 detection and consumer positions written only after output is flushed; the diff catch-up is ours (``diff.py``).
-The scan's private parts it drives are reached through ``compat/streaming_scan.py`` (checked by a test, so a
+The scan's private parts it drives are reached through ``compat/adapters/streaming_scan.py`` (checked by a test, so a
 pypaimon upgrade that renames one fails loudly).
 
 Which snapshots have changes to read is Paimon's rule (``should_scan``): APPEND snapshots (or, with a changelog
@@ -20,7 +20,7 @@ from pypaimon.read.plan import Plan
 from pypaimon.read.streaming_table_scan import AsyncStreamingTableScan
 from pypaimon.snapshot.snapshot import Snapshot
 
-from ..compat import streaming_scan
+from ..compat.adapters import streaming_scan
 from ..errors import UsageError
 from ..storage.snapshots import SnapshotFiles
 from .overwrite import OVERWRITE, READ_OPTION, OverwriteSummary, overwrite_entries, read_overwrite_option, \

@@ -6,13 +6,13 @@ the catalog (``auth_table_query``) for a row filter and column masks and applies
 (pypaimon's Rust reader cannot, and refuses them). Where paimon-tail plans or reads itself, the same:
 
 * ``follow``'s plans: pypaimon's streaming scan wraps its full and delta plans; the plans made in
-  ``compat/streaming_scan.filtered_plan`` (changelog producers' start, file-creation-time, overwrites) are wrapped
-  there the same way; full reads keep pypaimon's Python reader (``compat/native_reads.py``);
+  ``compat/adapters/streaming_scan.filtered_plan`` (changelog producers' start, file-creation-time, overwrites) are wrapped
+  there the same way; full reads keep pypaimon's Python reader (``compat/adapters/native_reads.py``);
 * ``--catch-up diff`` reads its before/after splits through the same wrapped plans; it compares rows by primary
   key, so a mask on a key column is refused (masked keys would pair unrelated rows);
 * the Spark source: a split crosses to a task without its wrapping (pypaimon's split serializer writes the data
   split), so each task asks the catalog for the rules itself and wraps the splits it reads (``wrap``);
-* the query service's executors read data files themselves (``compat/kv_files.py``): ``serve`` refuses a table
+* the query service's executors read data files themselves (``compat/adapters/kv_files.py``): ``serve`` refuses a table
   with query auth (``refuse``).
 """
 from __future__ import annotations

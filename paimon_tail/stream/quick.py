@@ -3,9 +3,9 @@
 A script that polls a table with ``follow --from latest -e`` (or a consumer-less ``--from snapshot:N`` past the
 end) usually finds nothing new, and then spent ~0.7 s importing pypaimon's read path (its catalog imports pandas,
 ``pyarrow.dataset`` and polars) to print nothing. Here, on a local warehouse, the table's latest schema is read from
-its schema file (``compat/table_meta.py``) and the start position is resolved by the follower's own code
+its schema file (``table_meta.py``) and the start position is resolved by the follower's own code
 (``positions.resolve_start`` over ``SnapshotFiles``) through pypaimon's ``SnapshotManager`` alone
-(``compat/local_snapshots.py``); when the first snapshot to read does not exist, there is nothing to read and the
+(``compat/adapters/local_snapshots.py``); when the first snapshot to read does not exist, there is nothing to read and the
 command is done. Anything else (a snapshot to read, a full read, a position that is an error, an option this
 check does not cover) returns None, and ``follow`` runs as always, from the start: the answer is the follower's.
 """
@@ -43,7 +43,7 @@ def nothing_to_read(catalog: CatalogConfig, tables: Sequence[str], options: Foll
     if (not o.exit_at_end or len(tables) != 1 or fmt not in FORMATS or o.consumer_id or o.where or o.until
             or o.buckets is not None or o.shard is not None):
         return None
-    from ..compat.table_meta import read_local
+    from ..table_meta import read_local
     from .tables import parse_patterns
 
     try:
@@ -58,7 +58,7 @@ def nothing_to_read(catalog: CatalogConfig, tables: Sequence[str], options: Foll
     names = o.select if o.select else meta.field_names
     if any(n not in meta.field_names for n in names):
         return None  # the follower names the unknown columns
-    from ..compat.local_snapshots import LocalSnapshotManager
+    from ..compat.adapters.local_snapshots import LocalSnapshotManager
     from ..storage.snapshots import SnapshotFiles
     from .positions import resolve_start
 

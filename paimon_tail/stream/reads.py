@@ -107,7 +107,7 @@ class SchemaReads:
         the Rust one fails on some deltas of evolved schemas and gives merged rows +I where Python gives the last
         record's kind (docs/compatibility.md; a full read's rows are all +I anyway)."""
         if self._full_read is None:
-            from ..compat.native_reads import with_native_reads
+            from ..compat.adapters.native_reads import with_native_reads
 
             native = with_native_reads(self.table)
             self._full_read = self.builder(native).new_read() if native is not self.table else self.read

@@ -1,6 +1,8 @@
-"""The compat stand-ins over pypaimon's private API (compat/row_hash, commit_user, consumer_files,
-folded_manifests): each does what its caller needs, on real tables; a pypaimon upgrade that renames what they
-use fails here."""
+"""The adapters over pypaimon's private API (``compat/adapters/``): every private name each one uses is listed
+here and must exist in the installed pypaimon, so an upgrade that renames one fails here, not in a command; and
+row_hash, commit_user, consumer_files and folded_manifests do what their callers need, on real tables (the others
+are exercised by tests/stream/test_stream_parts.py, tests/service/test_store.py, tests/stream/test_quick_exit.py and
+tests/compat/test_native_reads.py)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -11,12 +13,71 @@ import pyarrow as pa
 import pytest
 from pypaimon.schema.data_types import AtomicType, DataField
 
-from paimon_tail.compat.commit_user import batch_write_builder, stream_write_builder
-from paimon_tail.compat.consumer_files import consumer_directory, consumer_path, validate_consumer_id
-from paimon_tail.compat.row_hash import binary_row_hash_code
+from paimon_tail.compat.adapters.commit_user import batch_write_builder, stream_write_builder
+from paimon_tail.compat.adapters.consumer_files import consumer_directory, consumer_path, validate_consumer_id
+from paimon_tail.compat.adapters.row_hash import binary_row_hash_code
 from paimon_tail.service.keys.binary_row import row_hash, to_int32
 
 PK = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+
+#: adapter → (pypaimon module, object in it, the private names of that object the adapter uses)
+PRIVATE_NAMES = {
+    "row_hash": [("pypaimon.write.row_key_extractor", "RowKeyExtractor", ["_binary_row_hash_code"])],
+    "commit_user": [("pypaimon.write.write_builder", "WriteBuilder", ["_with_commit_user"])],
+    "consumer_files": [("pypaimon.consumer.consumer_manager", "ConsumerManager",
+                        ["_validate_consumer_id", "_consumer_path", "_consumer_directory"])],
+    "folded_manifests": [("pypaimon.write.file_store_commit", "FileStoreCommit",
+                          ["_write_manifest_files", "_collect_manifest_entries", "_try_commit"]),
+                         ("pypaimon.manifest.manifest_file_manager", "ManifestFileManager", ["read_entries_parallel"]),
+                         ("pypaimon.manifest.manifest_list_manager", "ManifestListManager", ["read_all"])],
+    "kv_files": [("pypaimon.read.split_read", "MergeFileSplitRead",
+                  ["file_reader_supplier", "_get_final_read_data_fields"]),
+                 ("pypaimon.deletionvectors.deletion_vector", "DeletionVector", ["read"])],
+    "streaming_scan": [("pypaimon.read.streaming_table_scan", "AsyncStreamingTableScan",
+                        ["_create_initial_plan", "_create_follow_up_plan"]),
+                       ("pypaimon.read.scanner.file_scanner", "FileScanner", ["_filter_manifest_entry"]),
+                       ("pypaimon.read", "table_scan", ["authorize", "prune_scanner_by_auth"]),
+                       ("pypaimon.read", "query_auth_split", ["wrap_plan_with_auth"])],
+    "where_tokens": [("pypaimon.common", "where_parser", ["_TOKEN_PATTERN"])],
+    # the attributes SnapshotManager.__init__ sets, which it sets instead: tests/stream/test_quick_exit.py compares them
+    "local_snapshots": [],
+    "native_reads": [],  # its option and log line: test_native_reads_relies_on_pypaimons_option_and_log_line
+}
+
+
+def test_every_adapter_is_listed():
+    from tests import REPO
+
+    adapters = REPO / "paimon_tail" / "compat" / "adapters"
+    assert sorted(PRIVATE_NAMES) == sorted(p.stem for p in adapters.glob("*.py") if p.stem != "__init__")
+
+
+@pytest.mark.parametrize("adapter", sorted(PRIVATE_NAMES))
+def test_the_private_names_an_adapter_uses_exist(adapter):
+    import importlib
+    import inspect
+
+    source = inspect.getsource(importlib.import_module(f"paimon_tail.compat.adapters.{adapter}"))
+    for module, owner, names in PRIVATE_NAMES[adapter]:
+        obj = getattr(importlib.import_module(module), owner, None)
+        if obj is None:  # a submodule
+            obj = importlib.import_module(f"{module}.{owner}")
+        for name in names:
+            assert hasattr(obj, name), f"pypaimon renamed {module}.{owner}.{name} (used by compat/adapters/{adapter})"
+            assert name in source, f"compat/adapters/{adapter}.py no longer uses {name}: update PRIVATE_NAMES"
+
+
+def test_native_reads_relies_on_pypaimons_option_and_log_line():
+    """``native_reads`` turns the Rust reader on by pypaimon's option and counts its fallbacks by its log line."""
+    import inspect
+
+    import pypaimon.read.table_read as table_read
+
+    from paimon_tail.compat.adapters import native_reads
+
+    source = inspect.getsource(table_read)
+    assert native_reads.OPTION in source
+    assert native_reads._FALLBACK in source
 
 
 def test_row_hash_is_paimons_binary_row_hash():
@@ -106,7 +167,7 @@ def test_compaction_commit_is_compact_with_one_base_manifest(wh):
     # another commit after the snapshot it read: nothing committed
     wh.commit("f", [{"id": 9, "v": "x9"}])
     stale = wh.table("f").snapshot_manager().get_latest_snapshot()
-    from paimon_tail.compat.folded_manifests import commit_compacted
+    from paimon_tail.compat.adapters.folded_manifests import commit_compacted
 
     builder = table.new_batch_write_builder()
     write, commit = builder.new_write(), builder.new_commit()

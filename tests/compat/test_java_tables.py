@@ -23,8 +23,8 @@ _reason = jf.java_missing_reason()
 if _reason:
     pytest.skip(f"PAIMON JAVA COMPATIBILITY TESTS SKIPPED: {_reason}", allow_module_level=True)
 
-import paimon_tail.compat as compat  # noqa: E402
-from paimon_tail.compat import orc_char_padding, value_stats_cols  # noqa: E402
+import paimon_tail.compat.patches as patches  # noqa: E402
+from paimon_tail.compat.patches import orc_char_padding, value_stats_cols  # noqa: E402
 
 JAVA_SCENARIOS = list(jf.SCENARIOS)
 # Paimon 0.9's own streaming read of files written before an ALTER TABLE fails
@@ -70,7 +70,7 @@ def _assert_stream_matches(wh, name, oracle, start):
 
 @contextlib.contextmanager
 def without(shim):
-    compat.install()
+    patches.install()
     shim.uninstall()
     try:
         yield
@@ -203,10 +203,10 @@ def test_java_lookup_oracle(java_tables):
 # ---------------------------------------------------------------- shims
 
 def test_compat_install_is_idempotent():
-    first = compat.install()
+    first = patches.install()
     from pypaimon.manifest.manifest_file_manager import ManifestFileManager
     patched = ManifestFileManager._get_value_stats_fields
-    assert compat.install() == first == compat.installed()
+    assert patches.install() == first == patches.installed()
     assert ManifestFileManager._get_value_stats_fields is patched
     assert set(first) == {value_stats_cols.NAME, orc_char_padding.NAME, "s3_client", "known_size_reads",
                           "prefetched_reads", "schema_reads", "streaming_split_order", "metadata_cache", "file_errors"}
@@ -215,7 +215,7 @@ def test_compat_install_is_idempotent():
 def test_shim_value_stats_cols_is_needed(java_tables):
     wh, oracles = java_tables
     with without(value_stats_cols):
-        # (pypaimon's KeyError, named with its manifest by compat/file_errors.py)
+        # (pypaimon's KeyError, named with its manifest by compat/patches/file_errors.py)
         with pytest.raises(UnreadableFile, match="cannot read manifest .* it has no '_VALUE_STATS_COLS'"):
             jf.pypaimon_batch(wh, "pk_dedup")
     assert jf.canonical(jf.pypaimon_batch(wh, "pk_dedup")) == jf.canonical(oracles["pk_dedup"]["batch"])

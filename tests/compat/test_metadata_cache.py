@@ -1,4 +1,4 @@
-"""pypaimon's file-format metadata cache (``paimon_tail/compat/metadata_cache.py``): off unless asked for, the option
+"""pypaimon's file-format metadata cache (``paimon_tail/compat/patches/metadata_cache.py``): off unless asked for, the option
 reaches every file IO we read with (an executor's copies too), and when on it holds what its setting says.
 
 Memory is measured where it is spent: anonymous RSS of a fresh process that reads a few thousand Parquet files with
@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_tail import compat
-from paimon_tail.compat import metadata_cache
+from paimon_tail.compat import patches
+from paimon_tail.compat.patches import metadata_cache
 
 FILES = 1500
 SETTING_MIB = 8
@@ -33,8 +33,8 @@ _READER = textwrap.dedent("""
 
     directory, setting, shim = sys.argv[1], sys.argv[2], sys.argv[3] == "shim"
     if shim:
-        from paimon_tail import compat
-        compat.install()
+        from paimon_tail.compat import patches
+        patches.install()
     io = LocalFileIO(None, Options({} if setting == "unset" else {"file-format.metadata-cache.max-size": setting}))
     paths = sorted(os.path.join(directory, n) for n in os.listdir(directory))
     fields = PyarrowFieldParser.to_paimon_schema(pq.read_schema(paths[0]))
@@ -140,10 +140,10 @@ def test_the_catalog_option_reaches_table_reads_and_the_executors_file_reads(tmp
     ``KeyValueFiles``), cache exactly when ``-O file-format.metadata-cache.max-size`` says so."""
     from pypaimon.read.reader import format_pyarrow_reader as fr
 
-    from paimon_tail.compat.kv_files import FileRef, KeyValueFiles
+    from paimon_tail.compat.adapters.kv_files import FileRef, KeyValueFiles
 
     table = _table(tmp_path, **({metadata_cache.OPTION.key(): setting} if setting else {}))
-    assert metadata_cache.NAME in compat.installed()
+    assert metadata_cache.NAME in patches.installed()
     read = table.new_read_builder()
     splits = read.new_scan().plan().splits()
     files = sum(len(split.files) for split in splits)

@@ -1,4 +1,4 @@
-"""A follow's full read through pypaimon's Rust reader (compat/native_reads.py) hands out exactly what pypaimon's
+"""A follow's full read through pypaimon's Rust reader (compat/adapters/native_reads.py) hands out exactly what pypaimon's
 Python merge read hands out: the same rows in the same order and batches' schemas, for every merge engine we write,
 with deletes, sequence fields, partitions, projections, filters, row kinds and shards, and then the same changes."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 import paimon_tail
-from paimon_tail.compat import native_reads
-from paimon_tail.compat.native_reads import OPTION, with_native_reads
+from paimon_tail.compat.adapters import native_reads
+from paimon_tail.compat.adapters.native_reads import OPTION, with_native_reads
 
 pytestmark = pytest.mark.skipif(not native_reads.available(), reason="pypaimon-rust not installed")
 

@@ -1,4 +1,4 @@
-"""``compat/path_interning.py``: the paths pypaimon's local file IO builds are not interned (CPython's table of
+"""``compat/patches/path_interning.py``: the paths pypaimon's local file IO builds are not interned (CPython's table of
 interned strings does not take every data file's name), and its file operations work as before."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import uuid
 import pytest
 from pypaimon.filesystem.local_file_io import LocalFileIO
 
-from paimon_tail.compat import path_interning
+from paimon_tail.compat.patches import path_interning
 
 
 @pytest.fixture

@@ -416,8 +416,8 @@ def write_pypaimon_scenario(warehouse, name: str) -> None:
     import pyarrow as pa
     from pypaimon import CatalogFactory, Schema
 
-    import paimon_tail.compat
-    paimon_tail.compat.install()
+    import paimon_tail.compat.patches
+    paimon_tail.compat.patches.install()
     pks, parts, options = PY_SCENARIOS[name]
     schema = pa.schema([
         pa.field("dt", pa.string(), nullable=not pks),
@@ -451,10 +451,10 @@ def write_pypaimon_scenario(warehouse, name: str) -> None:
 # ------------------------------------------------------------ pypaimon side
 
 def open_table(warehouse, table: str):
-    import paimon_tail.compat
+    import paimon_tail.compat.patches
     from pypaimon import CatalogFactory
 
-    paimon_tail.compat.install()
+    paimon_tail.compat.patches.install()
     catalog = CatalogFactory.create({"warehouse": str(warehouse)})
     return catalog.get_table(f"{DB}.{table}")
 

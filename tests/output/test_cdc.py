@@ -254,7 +254,7 @@ def test_a_snapshots_changes_come_in_the_order_they_were_committed(wh):
     one of them) are read in the order committed, as Paimon Java reads them: one split per bucket, manifest
     order. pypaimon's planner sorted them by key range (the update's one-key file first); the
     ``streaming_split_order`` shim."""
-    from paimon_tail import compat
+    from paimon_tail.compat import patches
 
     wh.create("t", CDC, primary_keys=["id"], options={"bucket": "1", "changelog-producer": "input"})
     table = wh.table("t")
@@ -284,7 +284,7 @@ def test_a_snapshots_changes_come_in_the_order_they_were_committed(wh):
     replica = fold("debezium", got, ["id"], check_before=True)
     assert replica[(3,)]["name"] == "n3_v1" and len(replica) == 10
     # without the shim the update comes first (proves the test reaches the reordering)
-    compat.uninstall()
+    patches.uninstall()
     try:
         from paimon_tail.stream.follower import follow as follow_unpatched
         from paimon_tail.tail import tail
@@ -294,4 +294,4 @@ def test_a_snapshots_changes_come_in_the_order_they_were_committed(wh):
                          DebeziumRenderer(out)))
         assert debezium_events(out.getvalue().splitlines())[0]["op"] == "u"
     finally:
-        compat.install()
+        patches.install()

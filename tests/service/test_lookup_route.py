@@ -72,7 +72,7 @@ def test_a_slotted_tables_keys_route_by_the_hash_of_their_trimmed_key():
     """Dynamic-bucket, postpone and cross-partition tables: a key's routing bucket is its slot, Paimon's hash of the
     trimmed primary key modulo KEY_SLOTS (bit for bit what bucket_hash computes for many keys), the same in the
     plain-Python, vectorised and command-line paths."""
-    from paimon_tail.compat.table_meta import TableMeta
+    from paimon_tail.table_meta import TableMeta
     from paimon_tail.service.client.quick import _plan
     from paimon_tail.service.keys.routing import KEY_SLOTS, TableRouting
 

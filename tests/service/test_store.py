@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from paimon_tail.compat.kv_files import FileRef
-from paimon_tail.compat.native_reads import available as native_available
-from paimon_tail.compat.native_reads import with_native_reads
+from paimon_tail.compat.adapters.kv_files import FileRef
+from paimon_tail.compat.adapters.native_reads import available as native_available
+from paimon_tail.compat.adapters.native_reads import with_native_reads
 from paimon_tail.service.coordinator.scanner import delta_changes, full_buckets
 from paimon_tail.service.keys.routing import TableRouting
 from paimon_tail.service.protocol.changes import BucketFiles, table_mode

@@ -179,7 +179,7 @@ def spark():
 def test_full_reads_use_the_rust_reader_in_pyspark_workers(spark, tables):
     """A full start (and a batch read) merges buckets through pypaimon's Rust reader inside PySpark's forked Python
     workers, with the rows of pypaimon's Python merge read; deltas and row kinds keep the Python reader."""
-    from paimon_tail.compat.native_reads import OPTION
+    from paimon_tail.compat.adapters.native_reads import OPTION
 
     def _read_in_worker(tasks, schema_bytes):
         """In a PySpark Python worker (forked from PySpark's daemon): the tasks' rows, and how often pypaimon's Rust

@@ -429,13 +429,13 @@ def test_consumer_position_beyond_the_next_snapshot(warehouse):
 
 
 def test_the_file_errors_shim_is_needed(warehouse):
-    """compat/file_errors.py: without it pypaimon's errors name no file, and an index manifest that is gone reads
+    """compat/patches/file_errors.py: without it pypaimon's errors name no file, and an index manifest that is gone reads
     as "no deletion vectors"."""
     from pypaimon.manifest.index_manifest_file import IndexManifestFile
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
     from paimon_tail.catalog import open_table
-    from paimon_tail.compat import file_errors
+    from paimon_tail.compat.patches import file_errors
     from paimon_tail.errors import MissingFile, UnreadableFile
 
     table = open_table("db.kv", warehouse=warehouse)

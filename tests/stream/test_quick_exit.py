@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_tail.catalog import CatalogConfig
-from paimon_tail.compat.local_snapshots import LocalSnapshotManager, ReadOnlyLocalFileIO
+from paimon_tail.compat.adapters.local_snapshots import LocalSnapshotManager, ReadOnlyLocalFileIO
 from paimon_tail.output.renderers import make_renderer
 from paimon_tail.stream.options import FollowOptions
 from paimon_tail.stream.positions import parse_start

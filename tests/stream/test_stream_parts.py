@@ -10,8 +10,8 @@ import pytest
 import paimon_tail
 from paimon_tail.errors import UsageError
 from paimon_tail.stream.notify import ChangeNotifier, InotifyNotifier, notifier_for
-from paimon_tail.compat.streaming_scan import ATTRIBUTES as _PYPAIMON_SCAN_ATTRIBUTES
-from paimon_tail.compat.streaming_scan import METHODS as _PYPAIMON_SCAN_METHODS
+from paimon_tail.compat.adapters.streaming_scan import ATTRIBUTES as _PYPAIMON_SCAN_ATTRIBUTES
+from paimon_tail.compat.adapters.streaming_scan import METHODS as _PYPAIMON_SCAN_METHODS
 from paimon_tail.stream.positions import parse_end, parse_start, parse_timestamp
 
 from tests.conftest import append_rows
@@ -101,7 +101,7 @@ def test_consumer_store_is_atomic_and_paimon_compatible(wh):
 
 
 def test_pypaimon_scan_pieces_we_drive_exist(wh):
-    """planner.py drives (through compat/streaming_scan.py) these private parts of pypaimon's AsyncStreamingTableScan: fail loudly if renamed."""
+    """planner.py drives (through compat/adapters/streaming_scan.py) these private parts of pypaimon's AsyncStreamingTableScan: fail loudly if renamed."""
     from pypaimon.read.streaming_table_scan import AsyncStreamingTableScan
 
     for name in _PYPAIMON_SCAN_METHODS:

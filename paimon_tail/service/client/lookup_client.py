@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...catalog import CatalogConfig, catalog_config, open_table, reload_table
-from ...compat.table_meta import read_local, table_meta
+from ...table_meta import read_local, table_meta
 from ...concurrency import in_order_async
 from ...errors import PaimonTailError, ServiceError, UsageError
 from ..keys.parse import KeyParser

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import grpc
 
-from ...compat.table_meta import TableMeta
+from ...table_meta import TableMeta
 from ..keys import binary_row
 from ..keys import kinds as table_kinds
 from ..protocol import PROTOCOL_VERSION, ipc_py
@@ -61,7 +61,7 @@ def lookup_keys(table: str, texts: Sequence[str], catalog: "CatalogConfig", *, s
     without pyarrow when ``values`` (the caller takes ``FewRows``), no ``min_snapshot`` is asked for and the table is
     local and plain, within half of ``timeout``; else ``LookupClient`` answers (a ``LookupResult``) within the time
     left, and owns every error."""
-    from ...compat.table_meta import read_local
+    from ...table_meta import read_local
     from ..keys.parse import KeyParser
 
     started = time.monotonic()

@@ -22,10 +22,10 @@ log = logging.getLogger(__name__)
 
 def executor_main(spec: ExecutorSpec) -> None:
     """Entry point of one of serve's local executor processes (``multiprocessing`` spawn)."""
-    from ...compat import path_interning
+    from ...compat import patches
     from ...log_format import configure
 
-    path_interning.install()
+    patches.install_long_running()
     configure(spec.log_format, f"executor-{spec.index}", text_format=f"executor-{spec.index} %(levelname)s %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # serve stops us (Stop), a terminal's Ctrl-C does not
     os.umask(0o077)  # file copies, stores and every directory on the way: owner-only
@@ -61,9 +61,9 @@ def run_executor(spec: ExecutorSpec, *, announce: Optional[Callable[[str], None]
     """
     from dataclasses import replace
 
-    from ...compat import path_interning
+    from ...compat import patches
 
-    path_interning.install()
+    patches.install_long_running()
     own_dir = None
     if not spec.local_dir:
         own_dir = private_dir(spec.tag)

@@ -266,7 +266,7 @@ def _grouped(columns, fields) -> np.ndarray:
 
 
 def _python_hashes(columns, fields) -> np.ndarray:
-    from ...compat.row_hash import binary_row_hash_code
+    from ...compat.adapters.row_hash import binary_row_hash_code
 
     pylists = [c.to_pylist() for c in columns]
     fields = list(fields)

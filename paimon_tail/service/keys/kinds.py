@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ...compat.table_meta import TableMeta, table_meta
+from ...table_meta import TableMeta, table_meta
 
 #: key slots of a table whose bucket does not follow from the key (``slotted``)
 KEY_SLOTS = 1 << 15

@@ -40,7 +40,7 @@ class KeyParser:
     """Keys of one table (a pypaimon table or a ``TableMeta``); pure Python until Arrow is asked for."""
 
     def __init__(self, table) -> None:
-        from ...compat.table_meta import table_meta
+        from ...table_meta import table_meta
 
         self.meta = table_meta(table)
         self.names: List[str] = list(self.meta.primary_keys)

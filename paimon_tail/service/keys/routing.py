@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ...compat.table_meta import TableMeta, table_meta
+from ...table_meta import TableMeta, table_meta
 from ...errors import UsageError
 from . import binary_row, kinds
 from .kinds import KEY_SLOTS, bucket_mode  # noqa: F401  (re-exported)
@@ -40,7 +40,7 @@ def binary_row_hash(values: Sequence[Any], fields: Sequence) -> int:
     try:
         return binary_row.row_hash(values, [str(f.type) for f in fields])
     except binary_row.Unsupported:
-        from ...compat.row_hash import binary_row_hash_code
+        from ...compat.adapters.row_hash import binary_row_hash_code
 
         return binary_row.to_int32(binary_row_hash_code(values, fields))
 

@@ -27,7 +27,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 import pyarrow as pa
 
-from ...compat.kv_files import KIND, RETRACT_KINDS, SEQUENCE, FileRef, KeyValueFiles
+from ...compat.adapters.kv_files import KIND, RETRACT_KINDS, SEQUENCE, FileRef, KeyValueFiles
 from ..keys.routing import KeySlice
 from ..protocol.changes import BucketChange, BucketFiles, BucketKey
 from .budget import DiskBudget, MemoryCache
@@ -295,7 +295,7 @@ class BucketBuilder:
         from pypaimon.read.split import DataSplit
         from pypaimon.table.row.generic_row import GenericRow
 
-        from ...compat.native_reads import with_native_reads
+        from ...compat.adapters.native_reads import with_native_reads
         from ...stream.reader import split_batches
 
         visible = self._visible(files)

@@ -32,7 +32,7 @@ from typing import Callable, Iterable, List, NamedTuple, Optional, Sequence, Tup
 import numpy as np
 import pyarrow as pa
 
-from ...compat.kv_files import KIND, SEQUENCE, FileRef, KeyValueFiles
+from ...compat.adapters.kv_files import KIND, SEQUENCE, FileRef, KeyValueFiles
 from .budget import DiskBudget, MemoryCache
 from .frames import CHUNK_FRAMES, FrameFile, FrameWriter, frame_rows_for, write_frames
 from .targets import Target, evolved, readers_of, source_names

@@ -18,8 +18,8 @@ from __future__ import annotations
 from pypaimon.schema.schema_manager import SchemaManager
 from pypaimon.schema.table_schema import TableSchema
 
-from ..storage.files import reading
-from ..storage.s3 import read_text
+from ...storage.files import reading
+from ...storage.s3 import read_text
 
 NAME = "schema_reads"
 _ORIGINAL = (SchemaManager.__dict__["_list_versioned_files"], SchemaManager.__dict__["get_schema"])

@@ -1,15 +1,14 @@
 """pypaimon's Rust reader (``read.native.enabled``, from the pypaimon-rust package) for merge reads of local tables.
 
 Why
-    pypaimon merges a primary-key bucket row by row in Python (``SortMergeReaderWithMinHeap``): about 300k rows/s.
-    Its optional Rust reader does the same merge 6-10x faster and answers the same rows (merge engines, sequence
-    fields and deletes included: ``tests/service/test_store.py`` and ``tests/compat/test_native_reads.py`` compare the
-    two), falling back to the Python reader by itself for what it does not support. pypaimon leaves it off by
-    default; we turn it on per table copy, for tables on a local file system given by an absolute path (the Rust
-    side takes no relative paths: such a table keeps the Python reader), except tables with CHAR columns (the Rust
-    reader returns ORC's blank padding, which ``orc_char_padding.py`` trims in the Python reader) and tables with
-    REST query auth (pypaimon applies a catalog's row filter and column masks in its Python reader only). Object stores keep
-    pypaimon's Python
+    pypaimon merges a primary-key bucket row by row in Python (``SortMergeReaderWithMinHeap``): about 300k rows/s. Its
+    optional Rust reader does the same merge 6-10x faster and answers the same rows (merge engines, sequence fields and
+    deletes included: ``tests/service/test_store.py`` and ``tests/compat/test_native_reads.py`` compare the two), falling back
+    to the Python reader by itself for what it does not support. pypaimon leaves it off by default; we turn it on per
+    table copy, for tables on a local file system given by an absolute path (the Rust side takes no relative paths: such
+    a table keeps the Python reader), except tables with CHAR columns (the Rust reader returns ORC's blank padding,
+    which ``compat/patches/orc_char_padding.py`` trims in the Python reader) and tables with REST query auth (pypaimon
+    applies a catalog's row filter and column masks in its Python reader only). Object stores keep pypaimon's Python
     reader: there our storage layer (one retry policy, data files prefetched, requests counted,
     ``docs/object-stores.md``) sits under pypaimon's file IO, which the Rust reader does not use.
 
@@ -68,7 +67,7 @@ def _watch_fallbacks() -> None:
 
 def with_native_reads(table):
     """``table``, reading through pypaimon's Rust reader when it is installed and the table is on local disk."""
-    from ..atomic_file import local_path
+    from ...atomic_file import local_path
 
     if not available():
         return table
@@ -78,7 +77,7 @@ def with_native_reads(table):
     if str(table.options.options.to_map().get(OPTION, "")).lower() in ("true", "false"):
         return table  # the user decided
     if any(_is_char(f) for f in table.fields):
-        return table  # ORC pads CHAR: our shim trims it in the Python reader (compat/orc_char_padding.py)
+        return table  # ORC pads CHAR: our shim trims it in the Python reader (compat/patches/orc_char_padding.py)
     if getattr(table.options, "query_auth_enabled", False):
         return table  # REST query auth: pypaimon filters and masks in its Python reader only
 

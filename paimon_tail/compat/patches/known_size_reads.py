@@ -23,7 +23,7 @@ import io
 from pypaimon.filesystem import caching_file_io
 from pypaimon.manifest import manifest_file_manager, manifest_list_manager
 
-from ..storage.s3 import S3Client, split_path
+from ...storage.s3 import S3Client, split_path
 
 NAME = "known_size_reads"
 _ORIGINAL = caching_file_io._open_input_stream_with_known_size

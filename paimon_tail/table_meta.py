@@ -1,5 +1,10 @@
 """A table's name, path and latest schema, read without pypaimon's catalog: what a lookup client needs.
 
+``TableMeta`` is what ``service/keys/``, ``service/client/``, ``stream/quick.py``, ``spark/stream.py`` and ``join.py``
+know of a table; it sits low in the layers (it needs only ``atomic_file``) so every one of them can import it, and it
+imports neither pyarrow nor pypaimon (the command line's few-keys lookup and ``follow -e``'s quick exit rely on it:
+tests/cli/test_startup.py, tests/stream/test_quick_exit.py).
+
 pypaimon 2.1 cannot open a table without importing its whole read path first: ``pypaimon.catalog`` imports the
 table, which imports the reader, which imports pandas, ``pyarrow.dataset``, polars and requests at module level
 (0.8 s on the machines here; ``python -X importtime -c "from pypaimon import CatalogFactory"``). A lookup client
@@ -18,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from ..atomic_file import local_path
+from .atomic_file import local_path
 
 _SCHEMA_FILE = re.compile(r"^schema-(\d+)$")
 

@@ -28,7 +28,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.snapshot.snapshot_manager import SnapshotManager
 
-from ..storage.files import FILE_FAULTS, reading, unreadable
+from ...storage.files import FILE_FAULTS, reading, unreadable
 
 NAME = "file_errors"
 _ORIGINAL = {

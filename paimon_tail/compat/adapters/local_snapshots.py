@@ -3,11 +3,11 @@
 Why
     Opening a table through pypaimon imports its whole read path first (``pypaimon.catalog`` imports the table, the
     reader, pandas, ``pyarrow.dataset`` and polars: 0.6-0.8 s), and ``pypaimon.filesystem.local_file_io`` imports
-    ``requests`` through its URI reader (0.1 s). ``follow -e`` with nothing to read needs neither: the table's
-    latest schema (``table_meta.read_local``) and its snapshot files. pypaimon's ``SnapshotManager`` and ``Snapshot``
-    modules import neither (17 ms after pyarrow), so ``stream/quick.py`` runs the follower's own start resolution
-    (``SnapshotFiles``, ``resolve_start``) over them with this read-only ``FileIO``: the same answers, the same
-    files read. Only ``SnapshotManager.__init__`` is not run: it imports ``pypaimon.branch`` to name the branch
+    ``requests`` through its URI reader (0.1 s). ``follow -e`` with nothing to read needs neither: the table's latest
+    schema (``paimon_tail.table_meta.read_local``) and its snapshot files. pypaimon's ``SnapshotManager`` and
+    ``Snapshot`` modules import neither (17 ms after pyarrow), so ``stream/quick.py`` runs the follower's own start
+    resolution (``SnapshotFiles``, ``resolve_start``) over them with this read-only ``FileIO``: the same answers, the
+    same files read. Only ``SnapshotManager.__init__`` is not run: it imports ``pypaimon.branch`` to name the branch
     directory, and that package imports the catalog (0.4 s); ``LocalSnapshotManager`` sets the same attributes, the
     branch directory named as ``BranchManager.branch_path`` names it (tests/stream/test_quick_exit.py compares them with
     pypaimon's, for the main branch and another).
@@ -51,7 +51,7 @@ class ReadOnlyLocalFileIO(FileIO):
         return path
 
     def _refuse(self, *args, **kwargs):
-        raise PermissionError("read-only file IO (paimon_tail.compat.local_snapshots)")
+        raise PermissionError("read-only file IO (paimon_tail.compat.adapters.local_snapshots)")
 
     new_output_stream = delete = mkdirs = rename = _refuse
 

@@ -24,7 +24,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import pyarrow as pa
 
-from ..storage.files import reading
+from ...storage.files import reading
 
 SEQUENCE = "_SEQUENCE_NUMBER"
 KIND = "_VALUE_KIND"

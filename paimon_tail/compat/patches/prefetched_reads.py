@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 from pypaimon.read.reader import format_pyarrow_reader
 
-from ..storage import prefetch
+from ...storage import prefetch
 
 NAME = "prefetched_reads"
 _ORIGINAL = format_pyarrow_reader._file_format_dataset

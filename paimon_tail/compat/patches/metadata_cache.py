@@ -14,12 +14,12 @@ Why
     the scanner none, an executor each local copy, a Spark task each split), so the cache buys nothing: a long
     ``follow`` or ``serve`` grew by 100-125 MB per process in its first hour (issue 23).
 
-    So: a file IO whose options do not name ``file-format.metadata-cache.max-size`` reads with no cache (0:
-    pypaimon's own "disabled"). One whose options name it (``-O file-format.metadata-cache.max-size=64mb``, a
-    catalog option like any other: followers, the scanner, the executors' stores (which read the warehouse's
-    files through the table's own file IO, ``kv_files.py``) and Spark tasks all open their tables from the
-    catalog options) gets the cache, and each entry counts at its measured cost (``measured_entry_size``)
-    instead of the estimate, so the setting is what the cache holds, within the margin the test measures.
+    So: a file IO whose options do not name ``file-format.metadata-cache.max-size`` reads with no cache (0: pypaimon's
+    own "disabled"). One whose options name it (``-O file-format.metadata-cache.max-size=64mb``, a catalog option like
+    any other: followers, the scanner, the executors' stores (which read the warehouse's files through the table's own
+    file IO, ``compat/adapters/kv_files.py``) and Spark tasks all open their tables from the catalog options) gets the
+    cache, and each entry counts at its measured cost (``measured_entry_size``) instead of the estimate, so the setting
+    is what the cache holds, within the margin the test measures.
 
 Delete when
     pypaimon's default no longer caches readers' metadata across reads, and its entry estimate covers what an

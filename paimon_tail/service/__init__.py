@@ -5,6 +5,6 @@
   Arrow IPC helpers, TLS and token;
 * ``coordinator/`` — ``serve``: the scanners, the address server, the channel assignment, executor supervision;
 * ``executor/`` — an executor: the join loop, local file copies, bucket stores, the ``Lookup`` servicer;
-* ``client/`` — ``LookupClient`` (one sans-IO core, an async and a sync transport) and the command line's quick
-  one-key path.
+* ``client/`` — ``LookupClient`` (one sans-IO core, an async and a sync transport) and the command line's few
+  keys without pyarrow (``few_keys.py``, through the same core).
 """

@@ -12,11 +12,10 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol.security import Security, make_channel
 from .call_failures import address_failure, status_error, unreachable_error
-from .call_plan import Call
+from .call_plan import MAX_MESSAGE_BYTES, Call
 from .deadline import Again, Deadline, retrying, run_async
 from .discovery import Discovery, discovery_deadline
 from .route import Route
-from .sync_transport import MAX_MESSAGE_BYTES
 
 
 class AsyncTransport:

@@ -14,13 +14,11 @@ from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol.security import Security, make_sync_channel
 from .call_failures import address_failure, status_error, unreachable_error
-from .call_plan import Call
+from .call_plan import MAX_MESSAGE_BYTES, Call
 from .coalesce import Coalescer
 from .deadline import Again, Deadline, retrying, run_sync
 from .discovery import Discovery, discovery_deadline
 from .route import Route
-
-MAX_MESSAGE_BYTES = 64 << 20
 
 
 class SyncTransport:
@@ -171,4 +169,4 @@ class SyncTransport:
             ch.close()
 
 
-__all__ = ["MAX_MESSAGE_BYTES", "SyncTransport"]
+__all__ = ["SyncTransport"]

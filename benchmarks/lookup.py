@@ -400,7 +400,7 @@ def _owned_by_first(client, keys) -> np.ndarray:
     ``--product``: Paimon's ChannelComputer over the executors)."""
     prep = client.prepare(keys)
     try:
-        from paimon_tail.service.client.core import Deadline
+        from paimon_tail.service.client.deadline import Deadline
         from paimon_tail.service.keys.bucket_hash import channels_of
     except ImportError:
         from paimon_tail.service.bucket_hash import channels_of

@@ -20,13 +20,13 @@ _LAZY = {
     "FollowBatch": ".stream", "Follower": ".stream", "FollowOptions": ".stream", "follow": ".stream",
     "MultiFollower": ".stream", "follow_many": ".stream",
     "LookupClient": ".service.client",
-    "lookup_join": ".join",
+    "lookup_join": ".arrow_join",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from .catalog import CatalogConfig, catalog_config, open_table
     from .errors import PaimonTailError
-    from .join import lookup_join
+    from .arrow_join import lookup_join
     from .service.client import LookupClient
     from .stream import FollowBatch, Follower, FollowOptions, MultiFollower, follow, follow_many
 

@@ -1,6 +1,6 @@
 """A table's name, path and latest schema, read without pypaimon's catalog: what a lookup client needs.
 
-``TableMeta`` is what ``service/keys/``, ``service/client/``, ``stream/quick.py``, ``spark/stream.py`` and ``join.py``
+``TableMeta`` is what ``service/keys/``, ``service/client/``, ``stream/quick.py``, ``spark/stream.py`` and ``arrow_join.py``
 know of a table; it sits low in the layers (it needs only ``atomic_file``) so every one of them can import it, and it
 imports neither pyarrow nor pypaimon (the command line's few-keys lookup and ``follow -e``'s quick exit rely on it:
 tests/cli/test_startup.py, tests/stream/test_quick_exit.py).

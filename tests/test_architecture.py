@@ -25,7 +25,7 @@ LAYERS: Dict[str, int] = {
     "catalog": 3, "catalogs": 3,
     "stream": 4, "output": 4, "expire": 4, "table_info": 4,
     "tail": 5, "demo": 5, "demo_daemon": 5, "demo_view": 5, "service": 5, "follow_metrics": 5,
-    "join": 6,
+    "arrow_join": 6,
     "spark": 7,
     "cli": 8, "__main__": 8,
 }

@@ -76,8 +76,8 @@ def lookup(table, keys, catalog, keys_from, keys_format, select, fmt, force_bina
     columns = select  # a list (types.Columns) or None
     security = security_from_options(token_file, tls_cert, tls_key, tls_ca)
     rows = LookupRows(out, MissingKeys(missing))
-    if keys and not keys_from:  # the library picks the path (service/client/quick.py: lookup_keys)
-        from ..service.client.quick import FewRows, lookup_keys
+    if keys and not keys_from:  # the library picks the path (service/client/few_keys.py: lookup_keys)
+        from ..service.client.few_keys import FewRows, lookup_keys
 
         answer = lookup_keys(table, keys, catalog, security=security, select=columns, min_snapshot=min_snapshot,
                              timeout=timeout, values=out.takes_values, on_wait=_waiting)

@@ -1,7 +1,7 @@
 """Lookup answers → a command's ``Output``, in request order, for every lookup path.
 
 One writer for both kinds of answer: a ``LookupResult`` (Arrow rows, ``LookupClient``) and the ``FewRows`` of a few
-keys looked up without pyarrow (``service/client/quick.py``: Python values, JSON lines or the terminal table
+keys looked up without pyarrow (``service/client/few_keys.py``: Python values, JSON lines or the terminal table
 only). Keys not found and keys the service could not answer are counted by ``missing`` (the command's
 ``--missing`` policy: ``add``, ``add_failed``, ``printed``) and, when it prints them, answered in place: ``null``
 in JSON lines, the key columns alone in the other formats. The terminal table is drawn once, at the end.

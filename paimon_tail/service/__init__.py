@@ -7,8 +7,8 @@
 * ``coordinator/`` — ``serve``: the scanners, the address server, the channel assignment, executor supervision;
 * ``executor/`` — an executor: the join loop, local file copies, bucket stores, the ``Lookup`` servicer;
 * ``metrics.py`` — what both sides' Prometheus metrics share (names, labels, buckets); each side exports its own;
-* ``client/`` — ``LookupClient`` (one sans-IO core, an async and a sync transport) and the command line's quick
-  one-key path.
+* ``client/`` — ``LookupClient`` (one sans-IO core, an async and a sync transport) and the command line's few
+  keys without pyarrow (``few_keys.py``, through the same core).
 
 ``coordinator/`` and ``executor/`` never import each other: they meet only in ``protocol/``.
 """

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..concurrency import in_order
 from ..errors import UsageError
-from ..join import DEFAULT_IN_FLIGHT, DEFAULT_LOOKUP_KEYS, JoinPlan, LookupJoiner, On, table_arrow_schema
+from ..arrow_join import DEFAULT_IN_FLIGHT, DEFAULT_LOOKUP_KEYS, JoinPlan, LookupJoiner, On, table_arrow_schema
 from .source_options import catalog_options
 
 # Options of the join itself; every other option is a catalog option, spelt as the data source takes them.

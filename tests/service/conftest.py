@@ -124,7 +124,7 @@ def run_cli(*args: str, input: Optional[str] = None, env: Optional[dict] = None,
 
 def owner_of(client):
     """``(partition, bucket) -> executor index`` as the service routes now (its channels and owners)."""
-    from paimon_tail.service.client.core import Deadline
+    from paimon_tail.service.client.deadline import Deadline
 
     route = client.discover_sync(Deadline(10), force=True)
     return lambda partition, bucket: route.owner(client.routing.partition_hash(tuple(partition)), bucket)

@@ -26,7 +26,7 @@ from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.client import LookupClient
 from paimon_tail.service.keys.routing import TableRouting
 
-from paimon_tail.service.client.core import Deadline
+from paimon_tail.service.client.deadline import Deadline
 
 from tests.service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, owner_of, run_cli
 

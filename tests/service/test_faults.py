@@ -26,7 +26,7 @@ def table(warehouse):
 def test_missing_service(warehouse, table):
     """No registration: the lookup waits a while for one (a serve that is starting), within its timeout, then
     says so in one line."""
-    from paimon_tail.service.client.lookup_client import START_GRACE
+    from paimon_tail.service.client.discovery import START_GRACE
 
     t0 = time.monotonic()
     with pytest.raises(ServiceError, match="no query service is registered for db.kv"):

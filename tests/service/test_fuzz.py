@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from paimon_tail.catalog import catalog_config
 from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.client import LookupClient
-from paimon_tail.service.client.core import Deadline
+from paimon_tail.service.client.deadline import Deadline
 
 from tests.service.conftest import PLAIN_SCHEMA, ServeProcess
 

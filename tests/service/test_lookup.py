@@ -170,7 +170,7 @@ def test_partial_update_table_re_merges(warehouse, served):
 
 
 def test_cli_single_key_lookup_loads_no_pyarrow(warehouse, served):
-    """`lookup DB.T KEY` answers without pyarrow, numpy or pypaimon (service/quick.py), the same bytes as the
+    """`lookup DB.T KEY` answers without pyarrow, numpy or pypaimon (service/client/few_keys.py), the same bytes as the
     full client; and a command line the quick path cannot take still answers, through LookupClient."""
     from tests.cli.test_startup import loaded_modules
 
@@ -190,15 +190,15 @@ def test_cli_single_key_lookup_loads_no_pyarrow(warehouse, served):
 
 
 def test_lookup_keys_takes_the_quick_path_or_the_client_and_renders_alike(warehouse, served):
-    """The library decides the path (service/client/quick.py: lookup_keys), and one LookupRows renders either
+    """The library decides the path (service/client/few_keys.py: lookup_keys), and one LookupRows renders either
     answer to the same bytes (JSON lines and the terminal table, --missing null's placeholders included)."""
     import io
 
     from paimon_tail.cli.missing import MissingKeys
     from paimon_tail.output.command_output import Output
     from paimon_tail.output.lookup_rows import LookupRows
-    from paimon_tail.service.client.core import LookupResult
-    from paimon_tail.service.client.quick import FewRows, lookup_keys
+    from paimon_tail.service.client.lookup_result import LookupResult
+    from paimon_tail.service.client.few_keys import FewRows, lookup_keys
     from paimon_tail.service.protocol.security import Security
 
     catalog, security = catalog_config(warehouse.path), Security.from_options()

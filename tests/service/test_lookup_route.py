@@ -1,5 +1,6 @@
 """The lookup paths route alike: ``Route`` (service/client/route.py) groups keys by owning executor in plain Python
-for quick.py, and ``core.Lookup.plan`` sends exactly those groups (numpy for many keys, ``Route.owner`` for one)."""
+for few_keys.py, and ``many_keys.Lookup.plan`` sends exactly those groups (numpy for many keys, ``Route.owner`` for
+one)."""
 from __future__ import annotations
 
 import random
@@ -8,7 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from paimon_tail.service.client.core import Again, Deadline, Lookup, Prepared
+from paimon_tail.service.client.deadline import Again, Deadline
+from paimon_tail.service.client.many_keys import Lookup
+from paimon_tail.service.client.prepare_keys import Prepared
 from paimon_tail.service.client.route import Route
 from paimon_tail.service.keys.binary_row import channel
 from paimon_tail.service.protocol import lookup_pb2 as pb
@@ -72,8 +75,8 @@ def test_a_slotted_tables_keys_route_by_the_hash_of_their_trimmed_key():
     """Dynamic-bucket, postpone and cross-partition tables: a key's routing bucket is its slot, Paimon's hash of the
     trimmed primary key modulo KEY_SLOTS (bit for bit what bucket_hash computes for many keys), the same in the
     plain-Python, vectorised and command-line paths."""
+    from paimon_tail.service.client.few_keys import key_routes
     from paimon_tail.table_meta import TableMeta
-    from paimon_tail.service.client.quick import _plan
     from paimon_tail.service.keys.routing import KEY_SLOTS, TableRouting
 
     fields = [{"id": 0, "dt": None, "name": "dt", "type": "STRING NOT NULL"},
@@ -95,7 +98,7 @@ def test_a_slotted_tables_keys_route_by_the_hash_of_their_trimmed_key():
         many = routing.buckets_of(pa.table({"dt": [k["dt"] for k in keys],
                                             "id": pa.array([k["id"] for k in keys], pa.int64())})).tolist()
         assert one == many and len(set(one)) > (20 if slotted else 3) and all(0 <= b < routing.routes for b in one)
-        plan = _plan(meta, keys, None)
+        plan = key_routes(meta, keys, None)
         assert plan["buckets"] == one  # the command line's few keys route alike
         if kind == "cross-partition":
             assert routing.key_partition_keys == [] and len(set(plan["partitions"])) == 1

@@ -22,7 +22,7 @@ import pytest
 
 from paimon_tail.catalog import catalog_config
 from paimon_tail.service.client import LookupClient
-from paimon_tail.service.client.core import Deadline
+from paimon_tail.service.client.deadline import Deadline
 from paimon_tail.service.protocol import PROTOCOL_VERSION
 from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.protocol import lookup_pb2_grpc as pbg
@@ -215,20 +215,20 @@ def test_keys_are_routed_to_one_executor_and_misses_cost_what_hits_cost(kinds):
     keys = [{"id": i, "dt": "d9"} for i in range(5000)] + [{"id": i, "dt": "d0"} for i in range(10_000, 15_000)]
     route = c.discover_sync(Deadline(10))
     calls = []
-    send = c._send_sync
-    c._send_sync = lambda cs: calls.append(len(cs)) or send(cs)  # (the real calls, counted)
+    send = c.sync.send
+    c.sync.send = lambda cs: calls.append(len(cs)) or send(cs)  # (the real calls, counted)
     try:
         r = c.lookup_sync(keys)
     finally:
-        c._send_sync = send
+        c.sync.send = send
     assert r.rows.num_rows == 0 and len(r.missing) == len(keys) and not r.failed
     assert calls == [2]  # one per executor
     for key in ({"id": 4, "dt": "d0"}, {"id": 10_000, "dt": "d0"}):
-        assert len(c._one_key(key, None, None, None).plan(route)) == 1
+        assert len(c.one_key(key).plan(route)) == 1
     # the slot's channel names the executor: the one that answers a key is its owner
     for i in range(0, 300, 7):
         key = {"id": i, "dt": f"d{i % 2}"}
-        (call,) = c._one_key(key, None, None, None).plan(route)
+        (call,) = c.one_key(key).plan(route)
         assert call.executor == route.owner(c.routing.partition_hash((key["dt"],)), c.routing.bucket(key))
 
 

@@ -16,7 +16,7 @@ import pytest
 from paimon_tail.catalog import catalog_config
 from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
-from paimon_tail.service.client.core import Deadline
+from paimon_tail.service.client.deadline import Deadline
 from paimon_tail.service.protocol import PROTOCOL_VERSION
 from paimon_tail.service.protocol import lookup_pb2 as pb
 from paimon_tail.service.protocol import lookup_pb2_grpc as pbg

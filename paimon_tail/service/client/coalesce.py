@@ -5,7 +5,7 @@ whatever it carries), so when several threads of one process ask one executor at
 keys together costs about one call instead of several. A *lane* per (executor address, projection) lets at most
 ``in_flight`` calls be under way; a key that finds them all busy waits in the lane's queue, and whichever call
 ends first takes the whole queue (up to ``max_keys``) as its next call: the thread whose key is first in it sends
-that call and hands each waiting thread its own answer (``core.KeyAnswer``). Nothing waits on purpose: a key that
+that call and hands each waiting thread its own answer (``one_key.KeyAnswer``). Nothing waits on purpose: a key that
 finds a free slot goes at once, alone, exactly as without a lane, so one thread alone never pays for this.
 
 Only one-key calls with typed keys to a protocol-3 executor share (several keys in one ``LookupRequest.key``);
@@ -19,8 +19,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import grpc
 
-from ..protocol import lookup_pb2 as pb
-from .core import Call, KeyAnswer, split_answer
+from .call_plan import Call
+from .lookup_requests import shared_request
+from .one_key import KeyAnswer, split_answer
 
 IN_FLIGHT = 1  # calls under way per lane before keys wait to share the next one (2 measured ~10 % more CPU per key)
 MAX_KEYS = 64  # keys in one shared call
@@ -124,11 +125,7 @@ class Coalescer:
             else:
                 self.shared_calls += 1
                 self.shared_keys += len(batch)
-                request = pb.LookupRequest()
-                request.CopyFrom(lead.request)
-                for w in batch[1:]:
-                    request.key.extend(w.call.request.key)
-                    request.buckets.extend(w.call.request.buckets)
+                request = shared_request([w.call.request for w in batch])
                 try:
                     outcome = stub(lead.address).Lookup(request, timeout=lead.timeout, metadata=self._metadata)
                 except grpc.RpcError as e:

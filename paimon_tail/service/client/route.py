@@ -1,6 +1,6 @@
 """Where keys go: the coordinator's routing (channel → executor → address) and the grouping of keys by the
-executor that owns them. Plain Python (no numpy, no pyarrow): the planning every lookup path shares, the client's
-core (``core.py``) and the few keys of a command line (``quick.py``)."""
+executor that owns them. Plain Python (no numpy, no pyarrow): the planning every lookup path shares, the batch
+(``many_keys.py``), one key (``one_key.py``) and the few keys of a command line (``few_keys.py``)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
@@ -55,8 +55,8 @@ class Route:
         return info
 
     def groups(self, part_hashes: Sequence[int], buckets: Sequence[int]) -> Dict[int, List[int]]:
-        """Request positions by owning executor, in plain Python (``core.Lookup.plan`` does the same with numpy
-        for many keys)."""
+        """Request positions by owning executor, in plain Python (``many_keys.Lookup.plan`` does the same with
+        numpy for many keys)."""
         groups: Dict[int, List[int]] = {}
         for i, (part, bucket) in enumerate(zip(part_hashes, buckets)):
             groups.setdefault(self.owner(part, bucket), []).append(i)

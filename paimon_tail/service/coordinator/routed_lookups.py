@@ -17,8 +17,9 @@ from typing import Callable, Dict, Optional
 import grpc
 
 from ...errors import PaimonTailError, UsageError
-from ..client.core import LookupTimeout, value_of
+from ..client.call_failures import LookupTimeout
 from ..client.lookup_client import LookupClient
+from ..client.one_key import value_of
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol.security import Security

@@ -1,5 +1,5 @@
 """What kind of primary-key table a table is, and what its keys are routed by: plain Python over the table's schema
-(``TableMeta``), so the command line's few-keys path (``client/quick.py``) decides without numpy or pyarrow."""
+(``TableMeta``), so the command line's few-keys path (``client/few_keys.py``) decides without numpy or pyarrow."""
 from __future__ import annotations
 
 from typing import List

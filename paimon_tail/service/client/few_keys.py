@@ -1,9 +1,10 @@
 """A lookup of the few keys given on a command line without pyarrow, numpy or pypaimon, so that
 ``paimon-tail lookup DB.T KEY`` starts in about the time of ``import grpc`` instead of ~1 s.
 
-It walks the happy path once: the registration file, the coordinator's routing (``Executors``: channels, owners,
-addresses), Paimon's bucket and channel of each key (``keys/binary_row.py``), one call per executor with the keys
-as Arrow IPC (``protocol/ipc_py.py``) and the rows decoded in Python. Whenever anything is unusual (no live
+It is the client's core used once, on the happy path: the keys' routing buckets in plain Python
+(``keys/binary_row.py``), the coordinator's routing (``Executors``), the calls planned by ``call_plan.py`` with
+requests from ``lookup_requests.py`` (the keys as Arrow IPC written by ``protocol/ipc_py.py``), sent by the sync
+transport, the rows decoded in Python (``FewKeys`` absorbs them). Whenever anything is unusual (no live
 registration; TLS or a token the options do not give; a key or row type outside ``ipc_py``'s subset; a table the
 service cannot serve; an unknown ``--select`` column; any RPC error; a key the executor could not answer) it
 returns None and the caller runs ``LookupClient``, which owns the retries, the deadline and every error message.
@@ -18,21 +19,23 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import grpc
 
+from ...errors import ServiceError
 from ...table_meta import TableMeta
 from ..keys import binary_row
 from ..keys import kinds as table_kinds
-from ..protocol import PROTOCOL_VERSION, ipc_py
+from ..protocol import ipc_py
 from ..protocol import lookup_pb2 as pb
-from ..protocol import lookup_pb2_grpc as pbg
-from ..protocol import registration as regmod
-from ..protocol.security import Security, make_sync_channel
+from ..protocol.security import Security
+from .call_plan import Call, plan_calls
+from .deadline import Deadline
+from .discovery import Discovery
+from .lookup_requests import lookup_request
 from .route import Route
+from .sync_transport import SyncTransport
 
 if TYPE_CHECKING:
     from ...catalog import CatalogConfig
-    from .core import LookupResult
-
-MAX_MESSAGE_BYTES = 64 << 20
+    from .lookup_result import LookupResult
 
 
 @dataclass
@@ -86,17 +89,26 @@ def lookup_keys(table: str, texts: Sequence[str], catalog: "CatalogConfig", *, s
 def lookup_few(meta: TableMeta, keys: List[Dict[str, Any]], *, security: Security,
                select: Optional[Sequence[str]] = None, timeout: float = 5.0) -> Optional[FewRows]:
     """The rows for parsed ``keys`` (``KeyParser`` output), or None: then ask ``LookupClient``."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     try:
-        plan = _plan(meta, keys, select)
-        if plan is None:
+        routes = key_routes(meta, keys, select)
+        if routes is None:
             return None
-        reg = regmod.parse(meta.read_text(regmod.service_file(meta.branch)))
-        if reg is None or not reg.is_live() or not reg.addresses or (reg.tls and not security.tls) \
-                or (reg.auth == "token" and not security.token):
+        discovery = Discovery(meta, security)
+        reg = discovery.registration()  # (no waiting for a service that is starting: LookupClient does)
+        if not reg.is_live() or not reg.addresses:
             return None
-        return _call(meta, keys, plan, reg, security, select, deadline)
-    except (grpc.RpcError, ipc_py.Unsupported, binary_row.Unsupported, ValueError, KeyError, OSError):
+        transport = SyncTransport(discovery, security)
+        try:
+            route = Route(reg, transport.executors(reg.addresses[0], _left(deadline)))
+            if not route.v2:
+                return None
+            op = FewKeys(meta.name, keys, routes, select, deadline)
+            transport.attempt(op, route)
+            return op.result()
+        finally:
+            transport.close()
+    except (grpc.RpcError, ServiceError, ipc_py.Unsupported, binary_row.Unsupported, ValueError, KeyError, OSError):
         return None
 
 
@@ -105,9 +117,9 @@ def servable(meta: TableMeta) -> bool:
     return bool(meta.primary_keys)
 
 
-def _plan(meta: TableMeta, keys, select) -> Optional[dict]:
+def key_routes(meta: TableMeta, keys, select) -> Optional[dict]:
     """Each key's routing bucket (its bucket, or its slot: ``keys/kinds.py``) and partition hash, as
-    ``TableRouting`` computes them."""
+    ``TableRouting`` computes them, in plain Python; None when this path does not serve the lookup."""
     if not servable(meta):
         return None
     if select and any(c not in meta.field_names for c in select):
@@ -123,55 +135,60 @@ def _plan(meta: TableMeta, keys, select) -> Optional[dict]:
     return {"kinds": kinds, "buckets": buckets, "partitions": partitions}
 
 
-def _call(meta, keys, plan, reg, security: Security, select, deadline: float) -> Optional[FewRows]:
-    metadata = security.metadata()
-    channels: Dict[str, grpc.Channel] = {}
+class FewKeys:
+    """The core's operation for the few keys, in one attempt: ``plan`` the calls, ``absorb`` the answers (rows
+    decoded by ``ipc_py``), ``result`` (None when anything was unusual: a key without an executor now, an RPC
+    error, a key an executor could not answer)."""
 
-    def channel(address: str) -> grpc.Channel:
-        if address not in channels:
-            channels[address] = make_sync_channel(address, security, MAX_MESSAGE_BYTES)
-        return channels[address]
+    def __init__(self, table: str, keys: List[Dict[str, Any]], routes: dict, select: Optional[Sequence[str]],
+                 deadline: Deadline) -> None:
+        self.table = table
+        self.keys = keys
+        self.routes = routes
+        self.select = list(select or ())
+        self.deadline = deadline
+        self.attempts = 0
+        self.unusual = False
+        self.columns: Optional[List[Tuple[str, ipc_py.Kind]]] = None
+        self.found: List[Tuple[int, List[Any]]] = []
 
-    try:
-        route = Route(reg, pbg.AddressServiceStub(channel(reg.addresses[0])).Executors(
-            pb.ExecutorsRequest(table=meta.name, protocol_version=PROTOCOL_VERSION), timeout=_left(deadline),
-            metadata=metadata))
-        if not route.v2:
+    def plan(self, route: Route) -> List[Call]:
+        groups = route.groups(self.routes["partitions"], self.routes["buckets"]).items()
+        calls = plan_calls(route, groups, self.deadline, self.deadline.total, 0, self._request, self._unusual)
+        return [] if self.unusual else calls
+
+    def _request(self, positions: List[int]) -> pb.LookupRequest:
+        keys, buckets = self.keys, self.routes["buckets"]
+        return lookup_request(self.table, [buckets[i] for i in positions], select=self.select,
+                              keys_ipc=ipc_py.encode([(name, kind, [keys[i][name] for i in positions])
+                                                      for name, kind in self.routes["kinds"]]))
+
+    def _unusual(self, positions: Any, reason: str) -> None:
+        self.unusual = True
+
+    def absorb(self, call: Call, outcome: Any) -> bool:
+        if isinstance(outcome, grpc.RpcError) or len(outcome.failed):
+            self.unusual = True
+            return False
+        columns, rows = ipc_py.decode(outcome.rows_ipc)
+        self.columns = self.columns or columns
+        self.found += [(call.positions[p], row) for p, row in zip(outcome.found, rows)]
+        return False
+
+    def result(self) -> Optional[FewRows]:
+        if self.unusual:
             return None
-        calls = []
-        for ex, positions in route.groups(plan["partitions"], plan["buckets"]).items():
-            info = route.available(ex)
-            if info is None:
-                return None
-            request = pb.LookupRequest(
-                table=meta.name, buckets=[plan["buckets"][i] for i in positions], select=list(select or ()),
-                keys_ipc=ipc_py.encode([(name, kind, [keys[i][name] for i in positions])
-                                        for name, kind in plan["kinds"]]), protocol_version=PROTOCOL_VERSION)
-            stub = pbg.ExecutorServiceStub(channel(info.address))
-            calls.append((positions, stub.Lookup.future(request, timeout=_left(deadline), metadata=metadata)))
-        columns = None
-        found: List[Tuple[int, List[Any]]] = []
-        for positions, call in calls:
-            response = call.result()
-            if len(response.failed):
-                return None
-            cols, rows = ipc_py.decode(response.rows_ipc)
-            columns = columns or cols
-            found += [(positions[p], row) for p, row in zip(response.found, rows)]
-    finally:
-        for ch in channels.values():
-            ch.close()
-    found.sort(key=lambda item: item[0])
-    hit = {pos for pos, _ in found}
-    return FewRows(columns or [], [row for _, row in found], [pos for pos, _ in found],
-                   [i for i in range(len(keys)) if i not in hit], keys)
+        found = sorted(self.found, key=lambda item: item[0])
+        hit = {pos for pos, _ in found}
+        return FewRows(self.columns or [], [row for _, row in found], [pos for pos, _ in found],
+                       [i for i in range(len(self.keys)) if i not in hit], self.keys)
 
 
-def _left(deadline: float) -> float:
-    left = deadline - time.monotonic()
+def _left(deadline: Deadline) -> float:
+    left = deadline.left()
     if left <= 0:
         raise ValueError("out of time")
     return left
 
 
-__all__ = ["FewRows", "lookup_few", "lookup_keys", "servable"]
+__all__ = ["FewKeys", "FewRows", "key_routes", "lookup_few", "lookup_keys", "servable"]

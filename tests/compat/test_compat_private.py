@@ -1,7 +1,7 @@
 """The adapters over pypaimon's private API (``compat/adapters/``): every private name each one uses is listed
 here and must exist in the installed pypaimon, so an upgrade that renames one fails here, not in a command; and
 row_hash, commit_user, consumer_files and folded_manifests do what their callers need, on real tables (the others
-are exercised by tests/stream/test_stream_parts.py, tests/service/test_store.py, tests/stream/test_quick_exit.py and
+are exercised by tests/stream/test_stream_parts.py, tests/service/store/test_store.py, tests/stream/test_quick_exit.py and
 tests/compat/test_native_reads.py)."""
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_native_reads_relies_on_pypaimons_option_and_log_line():
 
 
 def test_row_hash_is_paimons_binary_row_hash():
-    """Equal to our plain-Python BinaryRow hash wherever that has one (which tests/service/test_bucket_hash.py
+    """Equal to our plain-Python BinaryRow hash wherever that has one (which tests/service/keys/test_bucket_hash.py
     checks against Paimon's own bytes)."""
     cases = [(["BIGINT"], [7]), (["BIGINT"], [-(1 << 62)]), (["INT", "STRING"], [3, "héllo wörld, long"]),
              (["STRING"], [""]), (["DECIMAL(10, 2)"], [Decimal("12.34")]), (["DATE"], [dt.date(2024, 2, 29)])]

@@ -20,7 +20,7 @@ from paimon_tail.catalog import catalog_config
 from paimon_tail.service.client import LookupClient
 
 from tests.service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, wait_until
-from tests.service.test_join import Joined
+from tests.service.executor.test_join import Joined
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -126,7 +126,7 @@ def test_log_format_json(kv):
     import signal
 
     from tests.processes import CliProcess
-    from tests.service.test_join import Joined
+    from tests.service.executor.test_join import Joined
 
     env = {"PAIMON_TAIL_LOG": "INFO"}  # log records too, not only the commands' own lines
     svc = CliProcess(cli_cmd("serve", "db.kv", "--warehouse", kv.path, "--executors", "1", "--log-format", "json",

@@ -11,7 +11,7 @@ Why
     (``LookupLevels``): it needs one file's rows in file order with ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, and
     the positions a deletion vector removes. pypaimon's per-file reader does exactly that (every file format,
     schema evolution by field id, partition columns filled in), one Arrow batch at a time; only its entry point is
-    private. Tests compare what it reads with pypaimon's own merge read (``tests/service/test_store.py``).
+    private. Tests compare what it reads with pypaimon's own merge read (``tests/service/store/test_store.py``).
 
 Delete when
     pypaimon exposes a public per-file key-value reader (a ``KeyValueFileReaderFactory`` equivalent).

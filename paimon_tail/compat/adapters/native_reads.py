@@ -3,7 +3,7 @@
 Why
     pypaimon merges a primary-key bucket row by row in Python (``SortMergeReaderWithMinHeap``): about 300k rows/s. Its
     optional Rust reader does the same merge 6-10x faster and answers the same rows (merge engines, sequence fields and
-    deletes included: ``tests/service/test_store.py`` and ``tests/compat/test_native_reads.py`` compare the two), falling back
+    deletes included: ``tests/service/store/test_store.py`` and ``tests/compat/test_native_reads.py`` compare the two), falling back
     to the Python reader by itself for what it does not support. pypaimon leaves it off by default; we turn it on per
     table copy, for tables on a local file system given by an absolute path (the Rust side takes no relative paths: such
     a table keeps the Python reader), except tables with CHAR columns (the Rust reader returns ORC's blank padding,

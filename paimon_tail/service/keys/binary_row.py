@@ -4,7 +4,7 @@ The same bytes as pypaimon's ``GenericRowSerializer`` (``BinaryRow`` layout: a h
 field, a variable part) hashed with ``MurmurHashUtils.hashBytesByWords`` (murmur3 x86_32, seed 42), for the key
 types a primary key usually has. It imports neither pyarrow nor numpy nor pypaimon's writer (0.5 s), so a
 single-key ``lookup`` starts in the time of ``import grpc``. ``bucket_hash.py`` is the vectorised twin for many
-keys; ``tests/service/test_bucket_hash.py`` checks both against pypaimon. Types not covered here raise
+keys; ``tests/service/keys/test_bucket_hash.py`` checks both against pypaimon. Types not covered here raise
 ``Unsupported`` and callers take pypaimon's path.
 """
 from __future__ import annotations
@@ -136,7 +136,7 @@ INT_BASES = frozenset(_INT_MASKS) | {"BIGINT", "LONG"}  # what ``int_row_hash`` 
 def int_row_hash(value: int, base: str) -> int:
     """``row_hash([value], [base])`` for one integer column (``base``: ``BIGINT``, ``INT`` ...), without building
     the row's bytes: its 16 bytes are a zero header word pair and the value's slot, so the murmur state after the
-    header is a constant. A one-key lookup hashes on its path; ``tests/service/test_bucket_hash.py`` checks it
+    header is a constant. A one-key lookup hashes on its path; ``tests/service/keys/test_bucket_hash.py`` checks it
     against ``row_hash``."""
     if base in ("BIGINT", "LONG"):
         low, high = value & _M32, (value >> 32) & _M32

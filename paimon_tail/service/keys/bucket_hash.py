@@ -13,7 +13,7 @@ rows are laid out for many keys at once:
 
 Rows are grouped by their total length and hashed column-of-words by column-of-words in ``uint32`` arithmetic.
 Types this does not cover (high-precision decimals, nulls, …) fall back to pypaimon per row, so the answer is
-always pypaimon's. ``tests/service/test_bucket_hash.py`` checks equality on thousands of keys.
+always pypaimon's. ``tests/service/keys/test_bucket_hash.py`` checks equality on thousands of keys.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ Arrow's C++ libraries). The protocol's keys and rows are Arrow IPC streams (``lo
 its row, the stream is a schema message and one record-batch message of a few flat columns, which this module
 writes and reads (the Flatbuffers tables of Arrow's ``Schema.fbs``/``Message.fbs``, little-endian, no
 compression). Anything else (nested types, dictionaries, compressed bodies, nanosecond or zoned timestamps)
-raises ``Unsupported`` and the caller uses pyarrow. ``tests/service/test_ipc_py.py`` reads what this writes with
+raises ``Unsupported`` and the caller uses pyarrow. ``tests/service/protocol/test_ipc_py.py`` reads what this writes with
 pyarrow and reads what pyarrow writes, type by type.
 """
 from __future__ import annotations

@@ -21,7 +21,7 @@ from paimon_tail.errors import ServiceError
 from paimon_tail.service.client import LookupClient
 
 from tests.service.conftest import PLAIN_SCHEMA, ServeProcess, Warehouse, wait_until
-from tests.service.test_join import Joined
+from tests.service.executor.test_join import Joined
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

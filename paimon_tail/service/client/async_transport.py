@@ -8,11 +8,12 @@ from typing import Any, Dict, Optional
 
 import grpc
 
+from ..protocol import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol.security import Security, make_channel
 from .call_failures import address_failure, status_error, unreachable_error
-from .call_plan import MAX_MESSAGE_BYTES, Call
+from .call_plan import Call
 from .deadline import Again, Deadline, retrying, run_async
 from .discovery import Discovery, discovery_deadline
 from .route import Route
@@ -31,7 +32,7 @@ class AsyncTransport:
     def channel(self, address: str) -> grpc.aio.Channel:
         ch = self._channels.get(address)
         if ch is None:
-            ch = make_channel(address, self.security, MAX_MESSAGE_BYTES)
+            ch = make_channel(address, self.security, DEFAULT_MAX_MESSAGE_BYTES)
             self._channels[address] = ch
         return ch
 

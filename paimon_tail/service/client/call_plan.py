@@ -10,8 +10,6 @@ from ..protocol import lookup_pb2 as pb
 from .deadline import Deadline
 from .route import Route
 
-MAX_MESSAGE_BYTES = 64 << 20  # the largest message a call sends or takes (both transports' channels)
-
 
 class Call:
     """One ``Lookup`` call: to which executor and address, for which request positions (None: the one key), with
@@ -52,4 +50,4 @@ def plan_calls(route: Route, groups: Iterable[Tuple[int, Any]], deadline: Deadli
     return calls
 
 
-__all__ = ["Call", "MAX_MESSAGE_BYTES", "plan_calls"]
+__all__ = ["Call", "plan_calls"]

@@ -10,11 +10,12 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import grpc
 
+from ..protocol import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol import lookup_pb2 as pb
 from ..protocol import lookup_pb2_grpc as pbg
 from ..protocol.security import Security, make_sync_channel
 from .call_failures import address_failure, status_error, unreachable_error
-from .call_plan import MAX_MESSAGE_BYTES, Call
+from .call_plan import Call
 from .coalesce import Coalescer
 from .deadline import Again, Deadline, retrying, run_sync
 from .discovery import Discovery, discovery_deadline
@@ -39,7 +40,7 @@ class SyncTransport:
             with self._lock:
                 ch = self._channels.get(address)
                 if ch is None:
-                    ch = make_sync_channel(address, self.security, MAX_MESSAGE_BYTES)
+                    ch = make_sync_channel(address, self.security, DEFAULT_MAX_MESSAGE_BYTES)
                     self._channels[address] = ch
         return ch
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from ..protocol import ASSIGNMENT, PROTOCOL_VERSION
+from ..protocol import ASSIGNMENT, DEFAULT_MAX_MESSAGE_BYTES, PROTOCOL_VERSION
 from ..protocol import lookup_pb2 as pb
 from .assignment import NONE, Assignment, initial, rebalance
 from .members import Member, Reserved
@@ -40,8 +40,9 @@ class ExecutorStatus:
 
 class Registry:
     def __init__(self, slots: int, tables: List[str], channels: int, heartbeat_timeout: float = 2.0,
-                 service_id: str = "", warehouse: str = "", limits: Tuple[int, int] = (100_000, 64 << 20),
-                 heartbeat_interval: float = 0.5, keep_slots: bool = True) -> None:
+                 service_id: str = "", warehouse: str = "",
+                 limits: Tuple[int, int] = (100_000, DEFAULT_MAX_MESSAGE_BYTES), heartbeat_interval: float = 0.5,
+                 keep_slots: bool = True) -> None:
         self.slots = slots
         self.keep_slots = keep_slots
         self.tables = list(tables)

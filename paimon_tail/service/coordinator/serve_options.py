@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from ...catalog import CatalogConfig
 from ...errors import ServiceError
-from ..protocol.executor_spec import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.security import Security
 from .launcher import ExecutorLauncher
 

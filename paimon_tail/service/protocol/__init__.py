@@ -16,4 +16,6 @@ Importing this package loads nothing heavy (the one-key command-line lookup uses
 PROTOCOL_VERSION = 4
 #: how a key's channel is computed (``ExecutorsResponse.assignment``, the registration's ``assignment``)
 ASSIGNMENT = "paimon-channel-computer"
+#: the largest gRPC message a channel sends or takes: clients', executors' and serve's default (--max-message-bytes)
+DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
 

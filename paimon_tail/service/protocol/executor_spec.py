@@ -11,9 +11,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Optional
 
+from . import DEFAULT_MAX_MESSAGE_BYTES
 from .security import Security
-
-DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
 
 #: module:function of the executor's entry point for one of serve's own local processes
 ENTRY_POINT = "paimon_tail.service.executor.entry:executor_main"
@@ -47,4 +46,4 @@ def start_executor(spec: ExecutorSpec) -> None:
     getattr(importlib.import_module(module), name)(spec)
 
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "ENTRY_POINT", "ExecutorSpec", "start_executor"]
+__all__ = ["ENTRY_POINT", "ExecutorSpec", "start_executor"]

@@ -68,8 +68,10 @@ def test_read_modify_writes_never_lose_an_update(tmp_path, writers):
     replace_if(None, path, "0", None)
     each = 150
     conflicts = []
+    start = threading.Barrier(writers)
 
     def increment() -> None:
+        start.wait()  # all at once: none finishes before another has begun
         done = 0
         while done < each:
             text, version = read_versioned(None, path)

@@ -17,6 +17,12 @@ APPEND = pa.schema([("id", pa.int64()), ("writer", pa.string()), ("n", pa.int32(
 # Spark picks the first non-loopback interface for its own address when the host name resolves to loopback (its
 # "using 192.0.2.2 instead" warning): tests keep every Spark JVM and Python worker on 127.0.0.1.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The run forks after in-process gRPC servers and clients have started (pexpect's terminals are pty.fork()): with
+# gRPC's fork support on, its handlers restart the event engine's poller in the child, which then closes every
+# descriptor before its exec, and the poller aborts the child ("epoll_wait error: Bad file descriptor", SIGABRT;
+# 6 in 200 spawns). paimon-tail itself never forks after gRPC (its processes start by vfork: subprocess and
+# multiprocessing's spawn), so only the test run turns it off, before anything imports grpc.
+os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
 
 # The user's named catalogs (catalogs.yaml in ~/.config/paimon-tail) are not the tests': the run, and every process
 # it starts, has a config directory of its own, and each test a fresh one (``config_home``), so a demo that

@@ -81,7 +81,11 @@ def test_readme_demo_setup_as_written(tmp_path):
         assert lines and lines[-1].startswith('{"_table"'), "".join(lines)
         demo = _child_running(shell.pid, "demo")
         os.kill(demo, signal.SIGINT)  # Ctrl-C to the demo alone; its shell goes on
-        out, err = shell.communicate(timeout=120)
+        try:
+            out, err = shell.communicate(timeout=120)
+        except subprocess.TimeoutExpired as e:
+            raise AssertionError(f"the shell did not end; still running: {_group_left(shell.pid, 0)}; "
+                                 f"stderr: {(e.stderr or b'').decode(errors='replace')[-2000:]}") from None
     finally:
         if shell.poll() is None:
             os.killpg(shell.pid, signal.SIGKILL)

@@ -5,12 +5,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from typing import List, Optional
 
 import pyarrow as pa
 import pytest
 
+from tests.cli_runs import wait_for
 from tests.processes import CliProcess
 
 PK_SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("name", pa.string()), ("amount", pa.int32()),
@@ -131,11 +131,5 @@ def owner_of(client):
 
 
 def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(interval)
+    """``tests.cli_runs.wait_for`` with the service tests' pace."""
+    return wait_for(predicate, timeout=timeout, interval=interval)
